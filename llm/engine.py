@@ -1,0 +1,191 @@
+"""The engine: add_request -> step() = schedule -> run -> postprocess, as in nano-vllm.
+
+Every step runs one forward pass over all running requests together (different prompt lengths,
+phases and cache modes are padded into one batch), then each request commits tokens and streams the
+ones that became final. New requests join between steps; a cancelled one leaves between steps and
+frees its cache slot.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from llm.checkpoint import Checkpoint, load_checkpoint
+from llm.kv_cache import KVCache
+from llm.params import GenerationParams
+from llm.sequence import Chunk, Sequence, Work
+
+
+@dataclass
+class Generation:
+    """A finished request: its answer tokens and how they were produced."""
+
+    request_id: str
+    token_ids: list[int]
+    text: str
+    commit_ms: list[float]  # per token, from the request's arrival
+    first_token_ms: float | None
+    total_ms: float
+    forwards: int
+    steps: int
+    finish_reason: str
+
+    @property
+    def tokens_per_forward(self) -> float:
+        return len(self.token_ids) / max(self.forwards, 1)
+
+
+class Engine:
+    def __init__(
+        self,
+        model: str | Path | Checkpoint,
+        *,
+        device: str | None = None,
+        dtype: torch.dtype | None = None,
+        max_batch: int = 8,
+        max_len: int = 2048,
+    ):
+        self.checkpoint = model if isinstance(model, Checkpoint) else load_checkpoint(model, device, dtype)
+        self.model = self.checkpoint.model
+        self.config = self.checkpoint.config
+        self.tokenizer = self.checkpoint.tokenizer
+        self.max_len = max_len
+        self.cache = KVCache(self.config, max_batch, max_len, self.model.device, self.model.dtype)
+        self.waiting: deque[Sequence] = deque()
+        self.running: list[Sequence] = []
+        self._cancelled: set[str] = set()
+        self._lock = threading.Lock()
+        self.total_forwards = 0
+
+    # -- requests -------------------------------------------------------------------------------
+    def add_request(
+        self, prompt_ids: list[int], params: GenerationParams | None = None, request_id: str | None = None
+    ) -> str:
+        params = (params or GenerationParams()).resolve(self.config)
+        seq = Sequence(list(prompt_ids), params, self.config, request_id)
+        if len(prompt_ids) + params.gen_length > self.max_len:
+            raise ValueError(
+                f"prompt ({len(prompt_ids)}) + gen_length ({params.gen_length}) > {self.max_len}"
+            )
+        with self._lock:
+            self.waiting.append(seq)
+        return seq.id
+
+    def cancel(self, request_id: str) -> None:
+        """Thread-safe; the request leaves at the next step with a `cancelled` chunk."""
+        with self._lock:
+            self._cancelled.add(request_id)
+
+    def has_work(self) -> bool:
+        return bool(self.running or self.waiting)
+
+    # -- one step -------------------------------------------------------------------------------
+    def step(self) -> list[Chunk]:
+        now = time.monotonic_ns()
+        chunks = self._schedule(now)
+        if not self.running:
+            return chunks
+        works = [seq.plan() for seq in self.running]
+        logits = self._run(works)
+        now = time.monotonic_ns()
+        for seq, work, rows in zip(self.running, works, logits, strict=True):
+            chunk = seq.commit(work, rows, now)
+            if chunk is not None:
+                chunks.append(chunk)
+        for seq in [s for s in self.running if s.finished]:
+            self._finish(seq)
+        return chunks
+
+    def _schedule(self, now: int) -> list[Chunk]:
+        chunks = []
+        with self._lock:
+            cancelled, self._cancelled = self._cancelled, set()
+            for seq in [s for s in self.waiting if s.id in cancelled]:
+                self.waiting.remove(seq)
+                chunks.append(seq.cancel_chunk(now))
+            while self.waiting and self.cache.free:
+                seq = self.waiting.popleft()
+                seq.slot = self.cache.allocate()
+                self.running.append(seq)
+        for seq in [s for s in self.running if s.id in cancelled]:
+            chunks.append(seq.cancel_chunk(now))
+            self._finish(seq)
+        return chunks
+
+    def _finish(self, seq: Sequence) -> None:
+        self.running.remove(seq)
+        self.cache.release(seq.slot)
+
+    def _run(self, works: list[Work]) -> list[torch.Tensor]:
+        """One batched forward pass; returns each item's logits for its target rows."""
+        device = self.model.device
+        n = len(works)
+        q_max = max(w.ids.numel() for w in works)
+        p_max = max(w.cache_len for w in works)
+        ids = torch.full((n, q_max), self.config.pad_token_id, dtype=torch.long)
+        positions = torch.zeros((n, q_max), dtype=torch.long)
+        mask = torch.zeros((n, 1, q_max, p_max + q_max), dtype=torch.bool)
+        pad_rows = torch.arange(q_max)
+        mask[:, 0, pad_rows, p_max + pad_rows] = True  # padding rows see themselves (no NaN rows)
+        for b, w in enumerate(works):
+            q = w.ids.numel()
+            ids[b, :q], positions[b, :q] = w.ids, w.positions
+            mask[b, 0, :q, :] = False
+            mask[b, 0, :q, : w.cache_len] = True
+            if w.hidden is not None:
+                mask[b, 0, :q, w.hidden[0] : w.hidden[1]] = False
+            mask[b, 0, :q, p_max : p_max + q] = w.block_ids[None, :] <= w.block_ids[:, None]
+        past = self.cache.gather([self.running[b].slot for b in range(n)], p_max) if p_max else None
+        with torch.inference_mode():
+            hidden, new_kv = self.model(ids.to(device), positions.to(device), mask.to(device), past)
+            for b, w in enumerate(works):
+                if w.persist is not None:
+                    a, z = w.persist
+                    self.cache.write(self.running[b].slot, int(w.positions[a]), new_kv, b, slice(a, z))
+            picked = torch.cat([hidden[b, w.rows.to(device)] for b, w in enumerate(works)])
+            logits = self.model.logits(picked).cpu()
+        self.total_forwards += 1
+        return list(logits.split([w.rows.numel() for w in works]))
+
+    # -- conveniences ---------------------------------------------------------------------------
+    def generate(self, prompts: list[list[int]], params: GenerationParams | None = None) -> list[Generation]:
+        """Decode several prompts together to completion."""
+        arrival = time.monotonic_ns()
+        ids = [self.add_request(p, params) for p in prompts]
+        collected: dict[str, list[Chunk]] = {i: [] for i in ids}
+        while self.has_work():
+            for chunk in self.step():
+                collected[chunk.request_id].append(chunk)
+        return [self._generation(collected[i], arrival) for i in ids]
+
+    def stream(self, prompt_ids: list[int], params: GenerationParams | None = None) -> Iterator[Chunk]:
+        """Decode one prompt alone, yielding each chunk of newly final tokens as it is committed."""
+        rid = self.add_request(prompt_ids, params)
+        while self.has_work():
+            for chunk in self.step():
+                if chunk.request_id == rid:
+                    yield chunk
+
+    def _generation(self, chunks: list[Chunk], arrival: int) -> Generation:
+        tokens = [t for c in chunks for t in c.token_ids]
+        commits = [(t - arrival) / 1e6 for c in chunks for t in c.commit_ns]
+        emits = [(c.emit_ns - arrival) / 1e6 for c in chunks if c.token_ids]
+        last = chunks[-1]
+        return Generation(
+            request_id=last.request_id,
+            token_ids=tokens,
+            text=self.tokenizer.decode(tokens),
+            commit_ms=commits,
+            first_token_ms=emits[0] if emits else None,
+            total_ms=(last.emit_ns - arrival) / 1e6,
+            forwards=last.forwards,
+            steps=last.steps,
+            finish_reason=last.finish_reason or "length",
+        )

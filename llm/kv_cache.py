@@ -1,0 +1,46 @@
+"""A slot-based key/value cache: one row of preallocated tensors per running sequence.
+
+Keys are stored at their absolute positions (already rotated), so a sequence's cache is just the
+first `length` positions of its slot. Which of them a query may see is decided by the attention mask,
+which is how the dual cache hides the stale keys of the block being denoised.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from llm.config import ModelConfig
+
+
+class KVCache:
+    def __init__(self, cfg: ModelConfig, num_slots: int, max_len: int, device, dtype):
+        shape = (cfg.num_layers, num_slots, cfg.num_kv_heads, max_len, cfg.head_dim)
+        self.k = torch.zeros(shape, device=device, dtype=dtype)
+        self.v = torch.zeros(shape, device=device, dtype=dtype)
+        self.max_len = max_len
+        self.free = list(range(num_slots))
+
+    def allocate(self) -> int | None:
+        return self.free.pop(0) if self.free else None
+
+    def release(self, slot: int) -> None:
+        self.free.append(slot)
+        self.free.sort()
+
+    def gather(self, slots: list[int], length: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Per layer, the first `length` cached positions of each slot: ([B, Hkv, length, D]) * 2."""
+        index = torch.tensor(slots, device=self.k.device)
+        k = self.k[:, index, :, :length]
+        v = self.v[:, index, :, :length]
+        return list(zip(k.unbind(0), v.unbind(0), strict=True))
+
+    def write(
+        self, slot: int, start: int, new_kv: list[tuple[torch.Tensor, torch.Tensor]], row: int, rows: slice
+    ) -> None:
+        """Store batch row `row`, query rows `rows` of each layer's new keys/values at `start`."""
+        n = rows.stop - rows.start
+        if start + n > self.max_len:
+            raise ValueError(f"sequence longer than the cache ({start + n} > {self.max_len} positions)")
+        for layer, (k, v) in enumerate(new_kv):
+            self.k[layer, slot, :, start : start + n] = k[row, :, rows]
+            self.v[layer, slot, :, start : start + n] = v[row, :, rows]

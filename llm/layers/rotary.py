@@ -1,0 +1,23 @@
+"""Rotary position embedding in the Llama "rotate half" convention (shared by LLaDA and Qwen2/Dream).
+
+Positions are explicit per token so that a batch can mix sequences of different lengths and a query
+block can sit anywhere after its cached keys.
+"""
+
+import torch
+from torch import nn
+
+
+class Rotary(nn.Module):
+    def __init__(self, head_dim: int, theta: float):
+        super().__init__()
+        self.head_dim, self.theta = head_dim, theta
+
+    def forward(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """x: [batch, heads, seq, head_dim]; positions: [batch, seq]."""
+        exponents = torch.arange(0, self.head_dim, 2, dtype=torch.float64, device=x.device) / self.head_dim
+        inv_freq = (1.0 / self.theta**exponents).float()
+        angles = positions.float()[:, None, :, None] * inv_freq
+        cos, sin = angles.cos(), angles.sin()
+        x1, x2 = x.float().chunk(2, dim=-1)
+        return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1).to(x.dtype)

@@ -1,0 +1,60 @@
+"""Decoding rules: which token each masked position would take, and which positions to commit now.
+
+Committed tokens are never remasked. Three commit rules:
+- fixed: the k most confident masked positions of the block (LLaDA low-confidence remasking);
+- threshold: every masked position with confidence >= threshold, at least the most confident one
+  (Fast-dLLM parallel decoding);
+- factor: the n most confident, where the i-th (1-based) needs confidence >= 1 - factor / (i + 1)
+  (Fast-dLLM's factor rule); again at least one.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def propose(
+    logits: torch.Tensor, temperature: float = 0.0, generator: torch.Generator | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Candidate token and its confidence (softmax probability) for each row of logits [N, V].
+
+    At temperature 0 the candidate is the argmax. Above it, the Gumbel-max trick picks a sample from
+    softmax(logits / temperature) (LLaDA's `add_gumbel_noise`, in float64 as there); the confidence
+    is always the model's own probability of the chosen token.
+    """
+    logits = logits.float()
+    if temperature > 0:
+        noise = torch.rand(logits.shape, dtype=torch.float64, generator=generator, device=logits.device)
+        tokens = (logits.double() / temperature - torch.log(-torch.log(noise))).argmax(-1)
+    else:
+        tokens = logits.argmax(-1)
+    confidence = torch.softmax(logits, dim=-1).gather(-1, tokens[:, None]).squeeze(-1)
+    return tokens, confidence
+
+
+def fixed_schedule(num_masked: int, steps: int) -> list[int]:
+    """Tokens to commit at each of `steps` steps: as even as possible, the remainder first."""
+    base, extra = divmod(num_masked, steps)
+    return [base + (1 if i < extra else 0) for i in range(steps)]
+
+
+def select(
+    confidence: torch.Tensor,
+    *,
+    k: int | None = None,
+    threshold: float | None = None,
+    factor: float | None = None,
+) -> torch.Tensor:
+    """Indices (into `confidence`, the masked positions of the current block) to commit this step."""
+    n = confidence.numel()
+    order = torch.argsort(confidence, descending=True, stable=True)
+    if threshold is not None:
+        count = int((confidence >= threshold).sum())
+    elif factor is not None:
+        ranks = torch.arange(1, n + 1, device=confidence.device, dtype=confidence.dtype)
+        passing = confidence[order] >= 1 - factor / (ranks + 1)
+        count = int(passing.long().cumprod(0).sum())
+    else:
+        assert k is not None, "select needs k, threshold or factor"
+        return order[:k]  # a fixed schedule may ask for none this step
+    return order[: max(count, 1)]
