@@ -231,3 +231,18 @@ def save_checkpoint(model: Transformer, path: str | Path) -> None:
     if model.config.tie_embeddings:
         state.pop("lm_head.weight")
     save_file(state, str(path / "model.safetensors"))
+
+
+WEIGHTS = Path(__file__).parent / "weights"
+BUNDLED = {"bundled": WEIGHTS / "support-diffusion", "bundled-ar": WEIGHTS / "support-ar"}
+
+
+def resolve_model(name: str | Path) -> Path:
+    """`bundled` (the diffusion model shipped with ttfat), `bundled-ar` (its autoregressive twin) or a
+    local directory."""
+    path = BUNDLED.get(str(name), Path(name))
+    if str(name) in BUNDLED and not (path / "config.json").exists():
+        raise CheckpointError(
+            f"{path}: the bundled model {name!r} is not installed (train it: python -m llm.train)"
+        )
+    return path

@@ -104,9 +104,13 @@ class Engine:
         return chunks
 
     def _schedule(self, now: int) -> list[Chunk]:
+        """Drop cancelled requests (freeing their slots), then admit waiting ones into free slots."""
         chunks = []
         with self._lock:
             cancelled, self._cancelled = self._cancelled, set()
+            for seq in [s for s in self.running if s.id in cancelled]:
+                chunks.append(seq.cancel_chunk(now))
+                self._finish(seq)
             for seq in [s for s in self.waiting if s.id in cancelled]:
                 self.waiting.remove(seq)
                 chunks.append(seq.cancel_chunk(now))
@@ -114,9 +118,6 @@ class Engine:
                 seq = self.waiting.popleft()
                 seq.slot = self.cache.allocate()
                 self.running.append(seq)
-        for seq in [s for s in self.running if s.id in cancelled]:
-            chunks.append(seq.cancel_chunk(now))
-            self._finish(seq)
         return chunks
 
     def _finish(self, seq: Sequence) -> None:

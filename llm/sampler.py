@@ -14,15 +14,22 @@ import torch
 
 
 def propose(
-    logits: torch.Tensor, temperature: float = 0.0, generator: torch.Generator | None = None
+    logits: torch.Tensor,
+    temperature: float = 0.0,
+    generator: torch.Generator | None = None,
+    mask_id: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Candidate token and its confidence (softmax probability) for each row of logits [N, V].
 
     At temperature 0 the candidate is the argmax. Above it, the Gumbel-max trick picks a sample from
     softmax(logits / temperature) (LLaDA's `add_gumbel_noise`, in float64 as there); the confidence
-    is always the model's own probability of the chosen token.
+    is always the model's own probability of the chosen token. The mask token itself is never a
+    candidate: committing it would leave the position masked forever.
     """
     logits = logits.float()
+    if mask_id is not None:
+        logits = logits.clone()
+        logits[:, mask_id] = float("-inf")
     if temperature > 0:
         noise = torch.rand(logits.shape, dtype=torch.float64, generator=generator, device=logits.device)
         tokens = (logits.double() / temperature - torch.log(-torch.log(noise))).argmax(-1)

@@ -158,7 +158,7 @@ class Sequence:
             self.first_logits = logits[0]
         if work.reuse_first:
             logits = torch.cat((self.first_logits[None], logits))
-        tokens, confidence = sampler.propose(logits, p.temperature, self.generator)
+        tokens, confidence = sampler.propose(logits, p.temperature, self.generator, self.cfg.mask_token_id)
         if p.threshold is not None or p.factor is not None:
             chosen = sampler.select(confidence, threshold=p.threshold, factor=p.factor)
         else:

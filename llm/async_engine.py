@@ -1,0 +1,76 @@
+"""An asyncio face for the engine: a background thread runs `Engine.step()` while there is work, and
+each request is an async iterator of chunks. Leaving the iterator early (a client that disconnects,
+a caller who barges in) cancels the request, which frees its slot at the next step."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import threading
+from collections.abc import AsyncIterator
+
+from llm.engine import Engine
+from llm.params import GenerationParams
+from llm.sequence import Chunk
+
+
+class AsyncEngine:
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self._queues: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Queue]] = {}
+        self._wake = threading.Event()
+        self._stop = False
+        self._ids = itertools.count()
+        self._thread = threading.Thread(target=self._loop, name="ttfat-engine", daemon=True)
+        self._thread.start()
+
+    async def stream(
+        self, prompt_ids: list[int], params: GenerationParams | None = None, request_id: str | None = None
+    ) -> AsyncIterator[Chunk]:
+        """Yield chunks of newly final tokens; raises ValueError at once for invalid params."""
+        rid = request_id or f"areq-{next(self._ids)}"
+        queue: asyncio.Queue = asyncio.Queue()
+        self._queues[rid] = (asyncio.get_running_loop(), queue)
+        finished = False
+        try:
+            self.engine.add_request(prompt_ids, params, rid)
+            self._wake.set()
+            while not finished:
+                item = await queue.get()
+                if isinstance(item, BaseException):
+                    raise item
+                finished = item.finished
+                yield item
+        finally:
+            if not finished:
+                self.engine.cancel(rid)
+                self._wake.set()
+            self._queues.pop(rid, None)
+
+    def close(self) -> None:
+        self._stop = True
+        self._wake.set()
+        self._thread.join(timeout=5)
+
+    def _deliver(self, rid: str, item) -> None:
+        target = self._queues.get(rid)
+        if target is not None:
+            loop, queue = target
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+
+    def _loop(self) -> None:
+        while not self._stop:
+            if not self.engine.has_work():
+                self._wake.wait()
+                self._wake.clear()
+                continue
+            try:
+                chunks = self.engine.step()
+            except Exception as e:  # a failed forward fails every running request, not the thread
+                for rid in list(self._queues):
+                    self.engine.cancel(rid)
+                    self._deliver(rid, RuntimeError(f"engine step failed: {e}"))
+                self.engine.step()  # drain the cancellations
+                continue
+            for chunk in chunks:
+                self._deliver(chunk.request_id, chunk)

@@ -1,0 +1,540 @@
+"""The bundled store: a deterministic SQLite database, two tools over it, and the store policy.
+
+``build_database(path, seed)`` writes the database (``llm/data/store.sqlite`` is the committed copy,
+regenerate it with ``python -m llm.store``). ``Store`` answers the two tools with compact results whose
+values are already speakable, so a tiny model only has to copy them into its answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import random
+import re
+import sqlite3
+from pathlib import Path
+
+from llm.spoken import money, number, parse_order_id, spoken_date
+
+STORE_NAME = "Northwind"
+TODAY = _dt.date(2026, 12, 1)
+DEFAULT_DB = Path(__file__).resolve().parent / "data" / "store.sqlite"
+
+STATUSES = ("processing", "shipped", "out_for_delivery", "delivered", "cancelled", "returned")
+CARRIERS = ("UPS", "FedEx", "USPS", "DHL")
+SHIP_LEAD_DAYS = 3  # a processing order ships this many days before its eta
+
+N_ORDERS = 720
+
+SYSTEM_PROMPT = (
+    "You are the phone agent of Northwind, an online store. Speak one or two short sentences. "
+    "Hours: Monday to Saturday, eight in the morning to eight at night. Shipping: free over fifty "
+    "dollars, otherwise five dollars and ninety nine cents. Returns: thirty days after delivery, "
+    "refund to your card in five business days. For a person, ask for an agent."
+)
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "lookup_order",
+            "description": "Look up an order by its four digit order number: status, carrier, dates, refund.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "order_id": {"type": "string", "description": "The four digit order number, e.g. 4217."}
+                },
+                "required": ["order_id"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "check_stock",
+            "description": "Check if a product is in stock, how many are left, its price and restock date.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "product": {"type": "string", "description": "The product name, e.g. yoga mat."}
+                },
+                "required": ["product"],
+            },
+        },
+    },
+]
+
+# Everyday products: no digits, no number words, no "for"/"to" (they would confuse id parsing).
+PRODUCTS = [
+    "wireless earbuds",
+    "yoga mat",
+    "water bottle",
+    "coffee maker",
+    "electric kettle",
+    "desk lamp",
+    "phone charger",
+    "laptop stand",
+    "bluetooth speaker",
+    "running shoes",
+    "rain jacket",
+    "backpack",
+    "travel mug",
+    "french press",
+    "toaster",
+    "blender",
+    "air fryer",
+    "rice cooker",
+    "frying pan",
+    "cutting board",
+    "chef knife",
+    "dish rack",
+    "bath towel",
+    "shower curtain",
+    "bath mat",
+    "hair dryer",
+    "electric toothbrush",
+    "beard trimmer",
+    "face cream",
+    "sunscreen",
+    "shampoo",
+    "conditioner",
+    "hand soap",
+    "scented candle",
+    "throw pillow",
+    "wool blanket",
+    "bed sheets",
+    "memory foam pillow",
+    "alarm clock",
+    "wall clock",
+    "picture frame",
+    "floor lamp",
+    "office chair",
+    "standing desk",
+    "bookshelf",
+    "storage bin",
+    "laundry basket",
+    "ironing board",
+    "steam iron",
+    "vacuum cleaner",
+    "robot vacuum",
+    "mop",
+    "broom",
+    "trash can",
+    "recycling bin",
+    "garden hose",
+    "watering can",
+    "flower pot",
+    "bird feeder",
+    "dog leash",
+    "dog bed",
+    "cat tree",
+    "cat litter",
+    "pet bowl",
+    "chew toy",
+    "fitness tracker",
+    "smart watch",
+    "tablet case",
+    "phone case",
+    "screen protector",
+    "usb cable",
+    "power bank",
+    "wireless mouse",
+    "keyboard",
+    "webcam",
+    "headphones",
+    "gaming controller",
+    "board game",
+    "jigsaw puzzle",
+    "building blocks",
+    "stuffed bear",
+    "kids scooter",
+    "bike helmet",
+    "bike lock",
+    "camping tent",
+    "sleeping bag",
+    "hiking boots",
+    "wool socks",
+    "winter gloves",
+    "knit beanie",
+    "scarf",
+    "sunglasses",
+    "leather wallet",
+    "tote bag",
+    "umbrella",
+    "lunch box",
+    "thermos",
+    "cooler bag",
+    "picnic blanket",
+    "resistance bands",
+    "jump rope",
+    "dumbbells",
+    "foam roller",
+    "exercise ball",
+    "tennis racket",
+    "soccer ball",
+    "basketball",
+    "swim goggles",
+    "beach towel",
+    "notebook",
+    "gel pens",
+    "sketch pad",
+    "paint set",
+    "desk organizer",
+    "stapler",
+    "label maker",
+    "printer paper",
+    "night light",
+    "led bulbs",
+    "extension cord",
+    "smoke detector",
+    "door mat",
+    "coat hanger",
+    "shoe rack",
+    "mirror",
+    "wine glasses",
+    "coffee mugs",
+    "dinner plates",
+    "salad bowl",
+    "baking sheet",
+    "mixing bowls",
+    "measuring cups",
+    "tea kettle",
+    "spice rack",
+    "slow cooker",
+    "stand mixer",
+    "waffle maker",
+    "ice cube tray",
+    "food containers",
+    "reading glasses",
+]
+
+
+# Products that cost more than everyday items (the rest are priced in the small tier).
+BIG_TICKET = {
+    "wireless earbuds",
+    "coffee maker",
+    "bluetooth speaker",
+    "running shoes",
+    "rain jacket",
+    "air fryer",
+    "rice cooker",
+    "blender",
+    "hair dryer",
+    "electric toothbrush",
+    "office chair",
+    "standing desk",
+    "bookshelf",
+    "vacuum cleaner",
+    "robot vacuum",
+    "fitness tracker",
+    "smart watch",
+    "headphones",
+    "gaming controller",
+    "webcam",
+    "keyboard",
+    "kids scooter",
+    "camping tent",
+    "sleeping bag",
+    "hiking boots",
+    "tennis racket",
+    "stand mixer",
+    "slow cooker",
+    "floor lamp",
+    "dumbbells",
+    "wool blanket",
+    "bed sheets",
+    "leather wallet",
+    "sunglasses",
+    "cat tree",
+    "dog bed",
+}
+_PRICE_TIERS = {
+    "small": [499, 699, 799, 999, 1299, 1499, 1999, 2499, 2999, 3499],
+    "big": [3999, 4999, 5999, 6999, 7999, 8999, 9999, 12999, 14999, 19999],
+}
+
+
+def _stable_rng(seed: int, tag: str) -> random.Random:
+    return random.Random(f"{tag}:{seed}")
+
+
+def build_database(path: str | Path, seed: int = 0) -> Path:
+    """Write a fresh, deterministic store database to ``path`` (overwritten) and return the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        path.unlink()
+    rng = _stable_rng(seed, "store")
+
+    products = []
+    for name in PRODUCTS:
+        tier = _PRICE_TIERS["big" if name in BIG_TICKET else "small"]
+        price = rng.choice(tier) + rng.choice([0, 0, 0, -100, 100, 500])
+        if rng.random() < 0.25:
+            in_stock, restock = 0, (TODAY + _dt.timedelta(days=rng.randint(2, 45))).isoformat()
+        else:
+            in_stock, restock = rng.randint(1, 60), None
+        sku = "NW-" + "".join(w[:3].upper() for w in name.split())
+        products.append((sku, name, in_stock, price, restock))
+    # Make SKUs unique deterministically.
+    seen: dict[str, int] = {}
+    for i, p in enumerate(products):
+        k = seen.get(p[0], 0)
+        seen[p[0]] = k + 1
+        if k:
+            products[i] = (f"{p[0]}{k}",) + p[1:]
+
+    first = [
+        "Alex",
+        "Maria",
+        "James",
+        "Priya",
+        "Chen",
+        "Fatima",
+        "Liam",
+        "Sofia",
+        "Noah",
+        "Aisha",
+        "Lucas",
+        "Emma",
+        "Mateo",
+        "Olivia",
+        "Yuki",
+        "Omar",
+        "Grace",
+        "Diego",
+        "Hannah",
+        "Ivan",
+    ]
+    last = [
+        "Smith",
+        "Garcia",
+        "Nguyen",
+        "Patel",
+        "Kim",
+        "Johnson",
+        "Brown",
+        "Lopez",
+        "Ali",
+        "Chen",
+        "Muller",
+        "Rossi",
+        "Silva",
+        "Khan",
+        "Cohen",
+        "Okafor",
+        "Jensen",
+        "Novak",
+        "Tanaka",
+        "Reyes",
+    ]
+    ids = rng.sample(range(1000, 10000), N_ORDERS)
+    status_weights = [
+        ("processing", 15),
+        ("shipped", 22),
+        ("out_for_delivery", 10),
+        ("delivered", 33),
+        ("cancelled", 10),
+        ("returned", 10),
+    ]
+    statuses = [s for s, _ in status_weights]
+    weights = [w for _, w in status_weights]
+    orders = []
+    for oid in ids:
+        status = rng.choices(statuses, weights)[0]
+        carrier = rng.choice(CARRIERS)
+        eta = delivered = None
+        if status == "processing":
+            eta = TODAY + _dt.timedelta(days=rng.randint(SHIP_LEAD_DAYS + 1, 38))
+        elif status == "shipped":
+            eta = TODAY + _dt.timedelta(days=rng.randint(1, 12))
+        elif status == "out_for_delivery":
+            eta = TODAY
+        elif status in ("delivered", "returned"):
+            delivered = TODAY - _dt.timedelta(days=rng.randint(1, 28))
+        n_items = rng.choice([1, 1, 1, 2, 2, 3])
+        picked = rng.sample(products, n_items)
+        items = ", ".join(p[1] for p in picked)
+        total = sum(p[3] for p in picked)
+        if total < 5000:
+            total += 599
+        orders.append(
+            (
+                f"{oid:04d}",
+                f"{rng.choice(first)} {rng.choice(last)}",
+                status,
+                None if status == "processing" else carrier,
+                eta.isoformat() if eta else None,
+                delivered.isoformat() if delivered else None,
+                items,
+                total,
+            )
+        )
+    orders.sort()
+
+    con = sqlite3.connect(path)
+    try:
+        con.executescript(
+            """
+            CREATE TABLE orders (
+                order_id TEXT PRIMARY KEY,
+                customer_name TEXT NOT NULL,
+                status TEXT NOT NULL CHECK (status IN ('processing', 'shipped', 'out_for_delivery',
+                                                       'delivered', 'cancelled', 'returned')),
+                carrier TEXT,
+                eta_date TEXT,
+                delivered_date TEXT,
+                items TEXT NOT NULL,
+                total_cents INTEGER NOT NULL
+            );
+            CREATE TABLE products (
+                sku TEXT PRIMARY KEY,
+                name TEXT NOT NULL UNIQUE,
+                in_stock INTEGER NOT NULL,
+                price_cents INTEGER NOT NULL,
+                restock_date TEXT
+            );
+            """
+        )
+        con.executemany("INSERT INTO orders VALUES (?, ?, ?, ?, ?, ?, ?, ?)", orders)
+        con.executemany("INSERT INTO products VALUES (?, ?, ?, ?, ?)", sorted(products, key=lambda p: p[1]))
+        con.commit()
+    finally:
+        con.close()
+    return path
+
+
+def dump(path: str | Path) -> str:
+    """SQL text dump of a database (to compare two builds)."""
+    con = sqlite3.connect(path)
+    try:
+        return "\n".join(con.iterdump())
+    finally:
+        con.close()
+
+
+_STOP = {"a", "an", "the", "some", "any", "pair", "of", "set", "my", "your", "in", "stock", "please"}
+
+
+def _norm_words(text: str) -> list[str]:
+    words = re.findall(r"[a-z]+", str(text).lower())
+    out = []
+    for w in words:
+        if w in _STOP:
+            continue
+        if len(w) > 3 and w.endswith("ies"):
+            w = w[:-3] + "y"
+        elif len(w) > 3 and w.endswith(("ches", "shes", "xes", "sses")):
+            w = w[:-2]
+        elif len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
+            w = w[:-1]
+        out.append(w)
+    return out
+
+
+class Store:
+    """Read-only access to a store database, with the two tools the agent can call."""
+
+    def __init__(self, path: str | Path | None = None):
+        self.path = Path(path) if path is not None else DEFAULT_DB
+        if not self.path.exists():
+            raise FileNotFoundError(f"store database not found: {self.path} (run python -m llm.store)")
+        con = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+        try:
+            con.row_factory = sqlite3.Row
+            rows = con.execute("SELECT * FROM orders ORDER BY order_id")
+            self.orders = {r["order_id"]: dict(r) for r in rows}
+            rows = con.execute("SELECT * FROM products ORDER BY name")
+            self.products = {r["name"]: dict(r) for r in rows}
+        finally:
+            con.close()
+        self._product_words = {name: set(_norm_words(name)) for name in self.products}
+
+    # -- tools ---------------------------------------------------------------------------------
+
+    def lookup_order(self, order_id: str) -> dict:
+        raw = str(order_id).strip()
+        oid = raw if re.fullmatch(r"\d{4}", raw) else parse_order_id(raw)
+        if oid is None or oid not in self.orders:
+            return {"found": False, "order_id": oid if oid is not None else raw}
+        o = self.orders[oid]
+        res: dict = {"found": True, "order_id": oid, "status": o["status"]}
+        st = o["status"]
+        if st in ("shipped", "out_for_delivery"):
+            res["carrier"] = o["carrier"]
+            res["eta"] = spoken_date(o["eta_date"])
+        elif st == "delivered":
+            res["delivered"] = spoken_date(o["delivered_date"])
+        elif st == "processing":
+            ships = _dt.date.fromisoformat(o["eta_date"]) - _dt.timedelta(days=SHIP_LEAD_DAYS)
+            res["ships"] = spoken_date(ships)
+        elif st in ("cancelled", "returned"):
+            res["refund"] = money(o["total_cents"])
+        return res
+
+    def find_product(self, product: str) -> str | None:
+        """Forgiving, case-insensitive match of a product name; None when nothing matches."""
+        q = set(_norm_words(product))
+        if not q:
+            return None
+        best, best_score = None, 0.0
+        for name, words in self._product_words.items():
+            if q == words:
+                return name
+            if q <= words or words <= q:
+                score = len(q & words) / len(q | words)
+                if score > best_score:
+                    best, best_score = name, score
+        return best
+
+    def check_stock(self, product: str) -> dict:
+        name = self.find_product(product)
+        if name is None:
+            return {"found": False, "product": str(product)}
+        p = self.products[name]
+        res = {
+            "found": True,
+            "product": name,
+            "in_stock": p["in_stock"],
+            "in_stock_words": number(p["in_stock"]),
+            "price": money(p["price_cents"]),
+        }
+        if p["in_stock"] == 0:
+            res["restock"] = spoken_date(p["restock_date"])
+        return res
+
+    def execute(self, name: str, arguments: dict | str) -> dict:
+        """Run a tool by name; never raises (errors come back as ``{"error": ...}``)."""
+        try:
+            args = json.loads(arguments) if isinstance(arguments, str) else arguments
+        except (json.JSONDecodeError, TypeError):
+            return {"error": "arguments are not valid JSON"}
+        if not isinstance(args, dict):
+            return {"error": "arguments must be a JSON object"}
+        try:
+            if name == "lookup_order":
+                if not isinstance(args.get("order_id"), (str, int)) or isinstance(args.get("order_id"), bool):
+                    return {"error": "lookup_order needs order_id"}
+                return self.lookup_order(str(args["order_id"]))
+            if name == "check_stock":
+                if not isinstance(args.get("product"), str) or not args["product"].strip():
+                    return {"error": "check_stock needs product"}
+                return self.check_stock(args["product"])
+        except Exception as exc:  # noqa: BLE001 - a tool must never crash the agent
+            return {"error": f"{type(exc).__name__}: {exc}"}
+        return {"error": f"unknown tool: {name}"}
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description="Regenerate the bundled store database.")
+    ap.add_argument("--out", default=str(DEFAULT_DB))
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    path = build_database(args.out, seed=args.seed)
+    s = Store(path)
+    print(f"wrote {path}: {len(s.orders)} orders, {len(s.products)} products")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,296 @@
+import json
+import re
+
+import pytest
+
+from llm.data import (
+    DIRECT_ANSWERS,
+    ID_INTENTS,
+    INTENT_WEIGHTS,
+    MAX_USER_WORDS,
+    Example,
+    all_template_groups,
+    in_heldout_id,
+    make_examples,
+    real_queries,
+    shared_text_dir,
+    templates_for,
+)
+from llm.spoken import parse_order_id
+from llm.store import SYSTEM_PROMPT, TOOLS, Store
+
+N = 3000
+VALUE_KEYS = ("eta", "ships", "delivered", "refund", "price", "restock", "in_stock_words", "carrier")
+
+
+@pytest.fixture(scope="module")
+def store():
+    return Store()
+
+
+@pytest.fixture(scope="module")
+def train(store):
+    return make_examples(N, seed=0, split="train", store=store)
+
+
+@pytest.fixture(scope="module")
+def heldout(store):
+    return make_examples(1000, seed=0, split="heldout", store=store)
+
+
+_PY_TYPES = {
+    "string": str,
+    "object": dict,
+    "integer": int,
+    "number": (int, float),
+    "boolean": bool,
+    "array": list,
+}
+
+
+def validate(value, schema) -> list[str]:
+    """A tiny JSON-schema check: type, required, properties, no extra keys when properties are given."""
+    errors = []
+    t = schema.get("type")
+    if t and not isinstance(value, _PY_TYPES[t]):
+        return [f"expected {t}, got {type(value).__name__}"]
+    if t == "object":
+        props = schema.get("properties", {})
+        for key in schema.get("required", []):
+            if key not in value:
+                errors.append(f"missing {key}")
+        for key, v in value.items():
+            if key not in props:
+                errors.append(f"unexpected {key}")
+            else:
+                errors += [f"{key}: {e}" for e in validate(v, props[key])]
+    return errors
+
+
+def test_validator_itself():
+    schema = TOOLS[0]["function"]["parameters"]
+    assert validate({"order_id": "4217"}, schema) == []
+    assert validate({}, schema) == ["missing order_id"]
+    assert validate({"order_id": 4217}, schema)
+    assert validate({"order_id": "4217", "x": 1}, schema)
+    assert validate([], schema)
+
+
+def test_deterministic(store):
+    a = [e.to_dict() for e in make_examples(400, seed=3, store=store)]
+    b = [e.to_dict() for e in make_examples(400, seed=3, store=store)]
+    c = [e.to_dict() for e in make_examples(400, seed=4, store=store)]
+    assert a == b
+    assert a != c
+    assert len(a) == 400
+
+
+def test_message_shapes(train):
+    for e in train:
+        assert isinstance(e, Example)
+        assert e.messages[0] == {"role": "system", "content": SYSTEM_PROMPT}
+        assert e.messages[-1]["role"] in ("user", "tool")
+        assert e.target["role"] == "assistant"
+        assert isinstance(e.target["content"], str) and e.target["content"]
+        for m in e.messages:
+            assert m["role"] in ("system", "user", "assistant", "tool")
+            if m["role"] == "tool":
+                json.loads(m["content"])
+                assert m["tool_call_id"] == "call_1"
+        roles = [m["role"] for m in e.messages[1:]]
+        if roles[-1] == "tool":
+            assert roles[-3:] == ["user", "assistant", "tool"]
+            assert e.messages[-2]["tool_calls"][0]["id"] == "call_1"
+            assert "tool_calls" not in e.target
+        history = roles[:-3] if roles[-1] == "tool" else roles[:-1]
+        assert history in ([], ["user", "assistant"])
+
+
+def test_all_intents_present(train):
+    assert {e.intent for e in train} == set(INTENT_WEIGHTS)
+    with_history = sum(
+        e.messages[2]["role"] == "assistant" and "tool_calls" not in e.messages[2]
+        for e in train
+        if len(e.messages) > 2
+    )
+    assert 0.15 < with_history / len(train) < 0.4
+
+
+def test_tool_calls_validate_and_match_db(train, heldout, store):
+    schemas = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
+    n_calls = 0
+    for e in train + heldout:
+        calls = e.target.get("tool_calls")
+        if not calls:
+            continue
+        n_calls += 1
+        assert e.facts == []
+        assert len(calls) == 1 and calls[0]["type"] == "function"
+        fn = calls[0]["function"]
+        args = json.loads(fn["arguments"])
+        assert fn["arguments"] == json.dumps(args)
+        assert validate(args, schemas[fn["name"]]) == [], (fn, e.messages[-1])
+        assert e.target["content"] in ("Let me look up that order.", "Let me check that for you.")
+        if fn["name"] == "lookup_order":
+            oid = args["order_id"]
+            assert re.fullmatch(r"\d{4}", oid)
+            assert parse_order_id(e.messages[-1]["content"]) == oid, e.messages[-1]["content"]
+            if e.intent == "unknown_order":
+                assert oid not in store.orders
+            else:
+                assert oid in store.orders
+        else:
+            found = store.find_product(args["product"]) is not None
+            assert found == (e.intent == "stock")
+            if found:
+                assert args["product"] in store.products
+    assert n_calls > len(train) // 3
+
+
+def test_call_two_follows_call_one(train, store):
+    for e in train:
+        if e.messages[-1]["role"] != "tool":
+            continue
+        fn = e.messages[-2]["tool_calls"][0]["function"]
+        assert json.loads(e.messages[-1]["content"]) == store.execute(fn["name"], fn["arguments"])
+
+
+def test_answers_contain_facts(train, heldout):
+    for e in train + heldout:
+        if e.target.get("tool_calls"):
+            continue
+        text = e.target["content"]
+        assert e.facts, e.intent
+        for fact in e.facts:
+            assert fact in text, (fact, text)
+        assert len(text.split()) <= 30
+        assert not re.search(r"[*#_`\d]", text), text  # speakable: no markdown, no digits
+        if e.messages[-1]["role"] == "tool":
+            result = json.loads(e.messages[-1]["content"])
+            for key in VALUE_KEYS:
+                if key in result and any(result[key] == f for f in e.facts):
+                    assert result[key] in text
+
+
+def test_answers_are_templated(train):
+    """One answer wording per (intent, status) once the tool values are blanked out."""
+    forms: dict = {}
+    for e in train:
+        if e.target.get("tool_calls"):
+            continue
+        text = e.target["content"]
+        if e.messages[-1]["role"] == "tool":
+            result = json.loads(e.messages[-1]["content"])
+            for key in VALUE_KEYS:
+                if key in result:
+                    text = text.replace(str(result[key]), "<" + key + ">")
+            status = result.get("status") or ("found" if result.get("found") else "missing")
+            if "in_stock" in result:
+                status = "in" if result["in_stock"] else "out"
+            key = (e.meta.get("asked_intent", e.intent), status)
+        else:
+            key = (e.intent, None)
+        forms.setdefault(key, set()).add(text)
+    for key, texts in forms.items():
+        if key[1] == "missing":
+            continue
+        assert len(texts) == 1, (key, texts)
+
+
+def test_user_text_is_asr_like(train):
+    for e in train:
+        for m in e.messages:
+            if m["role"] == "user":
+                assert m["content"] == m["content"].lower()
+                assert len(m["content"].split()) <= MAX_USER_WORDS
+    users = [e.messages[-1]["content"] for e in train if e.meta["call"] == 1]
+    assert any(re.search(r"\b(um|uh|like)\b", u) for u in users)
+    assert any(re.search(r"\b(sorry|wait)\b", u) for u in users)
+    # Several spoken forms of ids reach the tool call.
+    id_users = [
+        e.messages[-1]["content"]
+        for e in train
+        if e.target.get("tool_calls") and e.target["tool_calls"][0]["function"]["name"] == "lookup_order"
+    ]
+    assert any(re.search(r"\b\d{4}\b", u) for u in id_users)
+    assert any(re.search(r"\b(one|two|three|four|five|six|seven|eight|nine|zero|oh)\b", u) for u in id_users)
+    assert any(re.search(r"\b\d\d \d\d\b", u) for u in id_users)
+    assert any(re.search(r"\b(for|to)\b \w", u) for u in id_users)
+    tens = r"\b(twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|teen)"
+    assert any(re.search(tens, u) for u in id_users)
+
+
+def test_unparseable_ids_ask_to_repeat(train):
+    bad = [e for e in train if e.intent == "bad_order_id"]
+    ask = [e for e in train if e.intent == "ask_order_id"]
+    assert bad and ask
+    for e in bad:
+        assert parse_order_id(e.messages[-1]["content"]) is None
+        assert e.target["content"] == DIRECT_ANSWERS["bad_order_id"][0]
+    for e in ask:
+        assert parse_order_id(e.messages[-1]["content"]) is None
+        assert e.target["content"] == DIRECT_ANSWERS["ask_order_id"][0]
+    follow = [e for e in train if e.meta.get("template_group") == "id_reply"]
+    assert follow
+    for e in follow:
+        asks = (DIRECT_ANSWERS["ask_order_id"][0], DIRECT_ANSWERS["bad_order_id"][0])
+        assert e.messages[2]["content"] in asks
+
+
+def test_heldout_disjoint(train, heldout):
+    for group in all_template_groups():
+        tr, he = set(templates_for(group, "train")), set(templates_for(group, "heldout"))
+        assert tr and he and not tr & he, group
+        assert len(he) < len(tr)
+    for e in train:
+        assert e.meta["template"] in templates_for(e.meta["template_group"], "train")
+        if "history_template" in e.meta:
+            hi = e.meta["history_intent"]
+            groups = (
+                [hi]
+                if hi in ("greeting", "hours", "shipping", "return_policy", "stock")
+                else list(ID_INTENTS) + [f"no_id:{i}" for i in ID_INTENTS]
+            )
+            assert any(e.meta["history_template"] in templates_for(g, "train") for g in groups)
+    for e in heldout:
+        assert e.meta["template"] in templates_for(e.meta["template_group"], "heldout")
+    train_ids = {e.meta["order_id"] for e in train if "order_id" in e.meta}
+    held_ids = {e.meta["order_id"] for e in heldout if "order_id" in e.meta}
+    assert train_ids and held_ids and not train_ids & held_ids
+    assert all(in_heldout_id(i) for i in held_ids) and not any(in_heldout_id(i) for i in train_ids)
+    train_products = {e.meta["product"] for e in train if "product" in e.meta}
+    held_products = {e.meta["product"] for e in heldout if "product" in e.meta}
+    assert not train_products & held_products
+    # Held-out ids never appear in train text either (not even in history).
+    train_args = {
+        json.loads(e.target["tool_calls"][0]["function"]["arguments"]).get("order_id")
+        for e in train
+        if e.target.get("tool_calls")
+    }
+    assert not train_args & held_ids
+
+
+def test_heldout_covers_statuses(heldout):
+    statuses = {e.meta.get("status") for e in heldout if e.meta.get("status")}
+    assert {"processing", "shipped", "out_for_delivery", "delivered", "cancelled", "returned"} <= statuses
+
+
+def test_real_queries():
+    if not (shared_text_dir() / "clinc150").exists():
+        pytest.skip("shared text data not present")
+    qs = real_queries()
+    assert len(qs) > 1000
+    assert {q["source"] for q in qs} >= {"clinc150", "banking77"}
+    for q in qs[:200]:
+        assert set(q) == {"text", "source", "label", "out_of_scope"}
+        assert isinstance(q["out_of_scope"], bool)
+    assert all(q["out_of_scope"] for q in qs if q["source"] == "banking77")
+    assert any(not q["out_of_scope"] for q in qs if q["source"] == "clinc150")
+    assert all(q["out_of_scope"] for q in qs if q["label"] == "oos")
+    assert len(real_queries(limit=10)) == 10
+    assert real_queries(limit=10) == qs[:10]
+
+
+def test_real_queries_env_override(tmp_path, monkeypatch):
+    monkeypatch.setenv("TTFAT_SHARED_DATA", str(tmp_path))
+    assert real_queries() == []

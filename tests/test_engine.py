@@ -1,0 +1,332 @@
+"""The engine against independent references, on tiny random-weight checkpoints."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import replace
+
+import pytest
+import torch
+
+from llm.checkpoint import CheckpointError, load_checkpoint
+from llm.engine import Engine
+from llm.params import GenerationParams
+from tests import reference as ref
+from tests.tiny import write_own_checkpoint
+
+
+@pytest.fixture(scope="module")
+def llada_dir(tmp_path_factory):
+    path = tmp_path_factory.mktemp("llada")
+    ref.write_llada_checkpoint(path, seed=0)
+    return path
+
+
+@pytest.fixture(scope="module")
+def dream_dir(tmp_path_factory):
+    path = tmp_path_factory.mktemp("dream")
+    ref.write_dream_checkpoint(path, seed=0, sharded=True)
+    return path
+
+
+@pytest.fixture(scope="module")
+def block_dir(tmp_path_factory):
+    path = tmp_path_factory.mktemp("block")
+    write_own_checkpoint(path, attention="block", block_size=4, shift=True)
+    return path
+
+
+def chat_prompt(engine: Engine, text: str) -> list[int]:
+    tok = engine.tokenizer
+    return tok.encode(tok.apply_chat_template([{"role": "user", "content": text}]))
+
+
+@pytest.mark.parametrize("layout", ["llada", "dream"])
+def test_layouts_load_and_match_plain_implementation(layout, llada_dir, dream_dir):
+    path = llada_dir if layout == "llada" else dream_dir
+    ckpt = load_checkpoint(path, device="cpu")
+    ids = ckpt.tokenizer.encode(
+        ckpt.tokenizer.apply_chat_template([{"role": "user", "content": "where is my order"}])
+    )
+    assert ckpt.tokenizer.decode(ids, skip_special_tokens=False).endswith(
+        "assistant<|end_header_id|>\n\n" if layout == "llada" else "<|im_start|>assistant\n"
+    )
+    ids = ids + [ckpt.config.mask_token_id] * 6
+    ours = ckpt.model.full_logits(torch.tensor([ids]))[0].double()
+    plain = ref.plain_logits(path, ids)
+    scale = plain.abs().max()
+    assert torch.allclose(ours, plain, atol=2e-4 * scale, rtol=0)
+    assert ckpt.config.shift_logits == (layout == "dream")
+
+
+@pytest.mark.parametrize("steps,block", [(16, 8), (8, 8), (16, 16), (32, 8)])
+def test_reference_llada_decoding_token_for_token(llada_dir, steps, block):
+    engine = Engine(llada_dir, device="cpu")
+    prompt = chat_prompt(engine, "hello can you check my order")
+
+    def logits_fn(canvas):
+        return engine.model.full_logits(torch.tensor([canvas]))[0]
+
+    expected = ref.llada_reference_generate(logits_fn, prompt, steps=steps, gen_length=16, block_length=block)
+    params = GenerationParams(gen_length=16, block_length=block, steps=steps, cache="none", early_stop=False)
+    seq_id = engine.add_request(prompt, params)
+    seq = next(s for s in engine.waiting if s.id == seq_id)
+    while engine.has_work():
+        engine.step()
+    assert seq.canvas.tolist() == expected
+    assert seq.forwards <= steps  # steps that would commit nothing are skipped
+
+
+def stepwise_cache_agreement(engine: Engine, prompt: list[int], mode: str) -> tuple[float, float]:
+    """Follow the exact (no cache) trajectory; at every step also run the cached forward on the same
+    canvas. Returns (argmax agreement at the block's masked positions, largest logit error on steps
+    where the canvas had not changed since the cache was built)."""
+    from llm.sequence import Sequence
+
+    params = GenerationParams(gen_length=32, block_length=8, steps=32, cache=mode).resolve(engine.config)
+    seq = Sequence(prompt, params, engine.config)
+    seq.slot = engine.cache.allocate()
+    engine.running = [seq]
+    agree = total = 0
+    unchanged_error = 0.0
+    block_start_canvas = None
+    while not seq.finished:
+        if seq.step_in_block == 0:
+            block_start_canvas = seq.canvas.clone()
+        work = seq.plan()
+        cached = engine._run([work])[0]
+        full = engine.model.full_logits(seq.canvas[None])[0]
+        exact = full[work.targets - int(engine.config.shift_logits)]
+        agree += int((cached.argmax(-1) == exact.argmax(-1)).sum())
+        total += len(work.targets)
+        if torch.equal(seq.canvas, block_start_canvas):  # nothing stale yet: the cache must be exact
+            unchanged_error = max(unchanged_error, float((cached - exact).abs().max() / exact.abs().max()))
+        seq.commit(work, exact, 0)
+    engine.running = []
+    engine.cache.release(seq.slot)
+    return agree / total, unchanged_error
+
+
+def test_prefix_and_dual_cache_agreement_is_measured_and_bounded(llada_dir, dream_dir):
+    """Fast-dLLM's caches are approximations on bidirectional models: exact until the canvas changes,
+    then stale. Measure the per-step agreement with the exact forward and bound it."""
+    report = {}
+    for name, path in (("llada", llada_dir), ("dream", dream_dir)):
+        engine = Engine(path, device="cpu")
+        prompt = chat_prompt(engine, "where is my order")
+        for mode in ("prefix", "dual"):
+            agreement, unchanged_error = stepwise_cache_agreement(engine, prompt, mode)
+            report[f"{name}/{mode}"] = round(agreement, 3)
+            assert unchanged_error < 1e-4, (name, mode, unchanged_error)
+    print("per-step argmax agreement of cached with exact forward:", json.dumps(report))
+    assert min(report.values()) >= 0.5, report
+
+
+@pytest.mark.parametrize("shift", [True, False])
+@pytest.mark.parametrize("block_size", [1, 4])
+def test_exact_block_cache_equals_no_cache(tmp_path, shift, block_size):
+    write_own_checkpoint(tmp_path, attention="block", block_size=block_size, shift=shift, seed=3)
+    engine = Engine(tmp_path, device="cpu")
+    prompts = [[1, 2, 3, 4, 5], [9, 8, 7], [11] * 9]
+    for rule in ({"steps": 24}, {"threshold": 0.2}):
+        cached = engine.generate(
+            prompts, GenerationParams(gen_length=24, cache="block", early_stop=False, **rule)
+        )
+        plain = engine.generate(
+            prompts, GenerationParams(gen_length=24, cache="none", early_stop=False, **rule)
+        )
+        assert [g.token_ids for g in cached] == [g.token_ids for g in plain]
+    if block_size == 1:  # the autoregressive path: one forward per token, prompt prefill included
+        assert cached[0].forwards == 24
+
+
+def test_batched_equals_one_at_a_time(llada_dir, block_dir):
+    cases = [
+        (llada_dir, GenerationParams(gen_length=16, block_length=8, steps=16, cache="none")),
+        (llada_dir, GenerationParams(gen_length=16, block_length=8, threshold=0.5, cache="dual")),
+        (block_dir, GenerationParams(gen_length=16, steps=16, cache="block")),
+        (block_dir, GenerationParams(gen_length=16, temperature=0.8, seed=5, steps=16, cache="block")),
+    ]
+    for path, params in cases:
+        engine = Engine(path, device="cpu")
+        prompts = [[5, 6, 7], [1, 2, 3, 4, 5, 6, 7, 8, 9], [20, 21]]
+        together = engine.generate(prompts, params)
+        alone = [engine.generate([p], params)[0] for p in prompts]
+        assert [g.token_ids for g in together] == [g.token_ids for g in alone]
+
+
+def test_sampling_with_seed_is_reproducible(block_dir):
+    engine = Engine(block_dir, device="cpu")
+    params = GenerationParams(gen_length=16, temperature=1.0, threshold=0.5)
+
+    def run(seed):
+        return engine.generate([[1, 2, 3]], replace(params, seed=seed))[0].token_ids
+
+    assert run(1) == run(1)
+    assert len({tuple(run(s)) for s in range(4)}) > 1
+
+
+def test_streaming_is_a_gap_free_prefix_of_the_output(llada_dir, block_dir):
+    for path, params in (
+        (llada_dir, GenerationParams(gen_length=32, block_length=8, steps=32, cache="prefix")),
+        (block_dir, GenerationParams(gen_length=32, threshold=0.3)),
+    ):
+        engine = Engine(path, device="cpu")
+        chunks = list(engine.stream([3, 4, 5, 6], params))
+        final = engine.generate([[3, 4, 5, 6]], params)[0]
+        assert [t for c in chunks for t in c.token_ids] == final.token_ids
+        assert chunks[-1].finished and all(not c.finished for c in chunks[:-1])
+        emits = [c.emit_ns for c in chunks]
+        assert emits == sorted(emits)
+        commits = [t for c in chunks for t in c.commit_ns]
+        assert all(0 < t <= c.emit_ns for c in chunks for t in c.commit_ns)
+        assert len(commits) == len(final.token_ids)
+        forwards = [c.forwards for c in chunks]
+        assert forwards == sorted(forwards)
+
+
+def test_early_stop_truncates_at_end_of_sequence(tmp_path):
+    cfg = write_own_checkpoint(tmp_path, attention="block", block_size=4, seed=7)
+    params = GenerationParams(gen_length=32, steps=32, early_stop=False)
+    full = Engine(tmp_path, device="cpu").generate([[1, 2, 3]], params)[0]
+    eos = full.token_ids[9]  # declare a token the model emits to be end-of-sequence
+    cfg.eos_token_ids = [eos]
+    cfg.save(tmp_path / "config.json")
+    stopped = Engine(tmp_path, device="cpu").generate([[1, 2, 3]], GenerationParams(gen_length=32, steps=32))[
+        0
+    ]
+    cut = full.token_ids.index(eos)
+    assert stopped.token_ids == full.token_ids[:cut]
+    assert stopped.finish_reason == "stop"
+    assert stopped.forwards < full.forwards
+
+
+def test_cancellation_frees_the_slot_without_disturbing_others(block_dir):
+    engine = Engine(block_dir, device="cpu", max_batch=2)
+    params = GenerationParams(gen_length=32, steps=32)
+    alone = engine.generate([[7, 8, 9]], params)[0].token_ids
+    keep = engine.add_request([7, 8, 9], params)
+    drop = engine.add_request([1, 2, 3, 4], params)
+    waiting = engine.add_request([4, 4], params)  # no slot free until one is released
+    out: dict[str, list] = {keep: [], drop: [], waiting: []}
+    for chunk in engine.step():
+        out[chunk.request_id].append(chunk)
+    assert len(engine.running) == 2 and not engine.cache.free
+    engine.cancel(drop)
+    for chunk in engine.step():
+        out[chunk.request_id].append(chunk)
+    assert out[drop][-1].finish_reason == "cancelled"
+    assert [s.id for s in engine.running] == [keep, waiting]  # the freed slot went to the waiting one
+    while engine.has_work():
+        for chunk in engine.step():
+            out[chunk.request_id].append(chunk)
+    assert [t for c in out[keep] for t in c.token_ids] == alone
+    assert sorted(engine.cache.free) == [0, 1]
+
+
+def test_async_stream_and_cancel(block_dir):
+    import asyncio
+
+    from llm.async_engine import AsyncEngine
+
+    engine = Engine(block_dir, device="cpu")
+    aengine = AsyncEngine(engine)
+    params = GenerationParams(gen_length=32, steps=32)
+
+    async def main():
+        tokens = [t async for c in aengine.stream([7, 8, 9], params) for t in c.token_ids]
+        async for _ in aengine.stream([1, 2, 3], params):
+            break  # leaving early cancels
+        await asyncio.sleep(0.2)
+        return tokens
+
+    try:
+        tokens = asyncio.run(main())
+    finally:
+        aengine.close()
+    assert tokens == engine.generate([[7, 8, 9]], params)[0].token_ids
+    assert not engine.has_work() and len(engine.cache.free) == 8
+
+
+def test_bad_checkpoint_directories_give_one_line_errors(tmp_path, llada_dir):
+    def broken(name):
+        path = tmp_path / name
+        shutil.copytree(llada_dir, path)
+        return path
+
+    cases = {}
+    p = broken("no-config")
+    (p / "config.json").unlink()
+    cases[p] = "config.json: missing"
+    p = broken("unknown-type")
+    cfg = json.loads((p / "config.json").read_text())
+    (p / "config.json").write_text(json.dumps(cfg | {"model_type": "gpt9"}))
+    cases[p] = "unknown model_type 'gpt9'"
+    p = broken("shape")
+    (p / "config.json").write_text(json.dumps(cfg | {"d_model": 128}))
+    cases[p] = "has shape"
+    p = broken("no-weights")
+    (p / "model.safetensors").unlink()
+    cases[p] = "model.safetensors: missing"
+    p = broken("no-tokenizer")
+    (p / "tokenizer.json").unlink()
+    cases[p] = "tokenizer.json: missing"
+    p = broken("corrupt")
+    (p / "model.safetensors").write_bytes(b"not a safetensors file")
+    cases[p] = "unreadable safetensors"
+    cases[tmp_path / "nowhere"] = "not a directory"
+    for path, message in cases.items():
+        with pytest.raises(CheckpointError) as err:
+            load_checkpoint(path, device="cpu")
+        assert message in str(err.value) and "\n" not in str(err.value), (path, str(err.value))
+
+
+def test_missing_shard_is_named(tmp_path, dream_dir):
+    path = tmp_path / "dream"
+    shutil.copytree(dream_dir, path)
+    shard = sorted(path.glob("model-*.safetensors"))[0]
+    shard.unlink()
+    with pytest.raises(CheckpointError, match=shard.name):
+        load_checkpoint(path, device="cpu")
+
+
+def test_invalid_params_are_rejected(block_dir):
+    engine = Engine(block_dir, device="cpu")
+    for bad in (
+        GenerationParams(gen_length=30, block_length=4),
+        GenerationParams(cache="dual"),
+        GenerationParams(threshold=1.5),
+        GenerationParams(temperature=-1),
+    ):
+        with pytest.raises(ValueError):
+            engine.add_request([1, 2], bad)
+
+
+def test_generate_command_json(block_dir, capsys):
+    from voice.cli import main
+
+    assert (
+        main(
+            [
+                "generate",
+                "--model",
+                str(block_dir),
+                "--prompt-ids",
+                "1,2,3",
+                "--gen-length",
+                "16",
+                "--steps",
+                "16",
+                "--json",
+            ]
+        )
+        == 0
+    )
+    out = json.loads(capsys.readouterr().out)
+    expected = Engine(block_dir, device="cpu").generate(
+        [[1, 2, 3]], GenerationParams(gen_length=16, steps=16)
+    )[0]
+    assert out["token_ids"] == expected.token_ids
+    assert len(out["commit_ms"]) == len(out["token_ids"]) and out["forwards"] == expected.forwards
+    assert main(["generate", "--model", str(block_dir / "nope"), "--prompt", "x"]) == 2

@@ -1,0 +1,126 @@
+"""The `ttfat` command. Each subcommand is a small function; the work lives in its domain package."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def _add_decoding_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("decoding (defaults come from the model)")
+    g.add_argument("--gen-length", type=int, default=64, help="answer canvas / token budget (default 64)")
+    g.add_argument(
+        "--block-length", type=int, help="tokens per block (default: the model's block size, or 32)"
+    )
+    g.add_argument("--steps", type=int, help="fixed denoising steps over the canvas (LLaDA's reference rule)")
+    g.add_argument(
+        "--threshold", type=float, help="commit every position at least this confident (Fast-dLLM)"
+    )
+    g.add_argument("--factor", type=float, help="Fast-dLLM factor rule instead of a threshold")
+    g.add_argument("--cache", choices=["none", "prefix", "dual", "block"], help="key/value cache mode")
+    g.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
+    g.add_argument("--seed", type=int, help="random seed for sampling at temperature > 0")
+    g.add_argument("--no-early-stop", action="store_true", help="denoise the whole canvas even after EOS")
+
+
+def decoding_params(args: argparse.Namespace):
+    from llm.params import GenerationParams
+
+    return GenerationParams(
+        gen_length=args.gen_length,
+        block_length=args.block_length,
+        steps=args.steps,
+        threshold=args.threshold,
+        factor=args.factor,
+        cache=args.cache,
+        temperature=args.temperature,
+        seed=args.seed,
+        early_stop=not args.no_early_stop,
+    )
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from llm.checkpoint import resolve_model
+    from llm.engine import Engine
+
+    engine = Engine(resolve_model(args.model), device=args.device)
+    tok = engine.tokenizer
+    if args.prompt_ids:
+        prompt = [int(t) for t in args.prompt_ids.split(",")]
+    elif args.prompt is None:
+        raise SystemExit("ttfat generate: give --prompt TEXT or --prompt-ids 1,2,3")
+    elif args.raw:
+        prompt = tok.encode(args.prompt)
+    else:
+        prompt = tok.encode(tok.apply_chat_template([{"role": "user", "content": args.prompt}]))
+    params = decoding_params(args)
+    if args.json:
+        (gen,) = engine.generate([prompt], params)
+        out = {
+            "text": gen.text,
+            "token_ids": gen.token_ids,
+            "commit_ms": [round(t, 3) for t in gen.commit_ms],
+            "first_token_ms": gen.first_token_ms,
+            "total_ms": gen.total_ms,
+            "forwards": gen.forwards,
+            "steps": gen.steps,
+            "tokens_per_forward": gen.tokens_per_forward,
+            "finish_reason": gen.finish_reason,
+        }
+        print(json.dumps(out))
+        return 0
+    ids: list[int] = []
+    printed = ""
+    for chunk in engine.stream(prompt, params):
+        ids += chunk.token_ids
+        text = tok.decode(ids)
+        sys.stdout.write(text[len(printed) :])
+        sys.stdout.flush()
+        printed = text
+        last = chunk
+    print(f"\n[{len(ids)} tokens, {last.forwards} forward passes, {last.finish_reason}]", file=sys.stderr)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ttfat",
+        description="Measure how long a caller waits for a useful answer from a voice agent "
+        "built on a local diffusion LLM.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser(
+        "generate",
+        help="decode one prompt with the diffusion engine",
+        description="Decode one prompt and stream the committed prefix as it becomes final. "
+        "Example: ttfat generate --prompt 'where is my order 4217' --threshold 0.9",
+    )
+    p.add_argument("--model", default="bundled", help="bundled, bundled-ar or a checkpoint directory")
+    p.add_argument("--prompt", help="user message (wrapped in the model's chat template unless --raw)")
+    p.add_argument("--raw", action="store_true", help="use --prompt as it is, without the chat template")
+    p.add_argument("--prompt-ids", help="comma-separated token ids (skips the tokenizer)")
+    p.add_argument("--device", help="cuda or cpu (default: cuda when available)")
+    p.add_argument("--json", action="store_true", help="print one JSON object with ids, timings, counts")
+    _add_decoding_args(p)
+    p.set_defaults(func=cmd_generate)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from llm.checkpoint import CheckpointError
+
+    try:
+        return args.func(args)
+    except CheckpointError as e:
+        print(f"ttfat: {e}", file=sys.stderr)
+        return 2
+    except ValueError as e:
+        print(f"ttfat: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
