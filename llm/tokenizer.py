@@ -27,6 +27,7 @@ class Tokenizer:
         if isinstance(template, list):  # named templates: take the default one
             template = next((t["template"] for t in template if t.get("name") == "default"), None)
         self.chat_template: str | None = template
+        self._template = None
 
     @property
     def vocab_size(self) -> int:
@@ -47,10 +48,12 @@ class Tokenizer:
     ) -> str:
         if not self.chat_template:
             raise ValueError("this tokenizer has no chat_template in tokenizer_config.json; use raw prompts")
-        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-        env.filters["tojson"] = lambda v, indent=None: json.dumps(v, indent=indent, ensure_ascii=False)
-        env.globals["raise_exception"] = _raise
-        return env.from_string(self.chat_template).render(
+        if self._template is None:  # compiling is slow: once per tokenizer
+            env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+            env.filters["tojson"] = lambda v, indent=None: json.dumps(v, indent=indent, ensure_ascii=False)
+            env.globals["raise_exception"] = _raise
+            self._template = env.from_string(self.chat_template)
+        return self._template.render(
             messages=messages,
             tools=tools,
             add_generation_prompt=add_generation_prompt,

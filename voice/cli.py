@@ -83,6 +83,54 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ask(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from llm.agent import Agent, EngineChat
+    from llm.async_engine import AsyncEngine
+    from llm.checkpoint import resolve_model
+    from llm.engine import Engine
+
+    engine = AsyncEngine(Engine(resolve_model(args.model), device=args.device))
+    try:
+        result = asyncio.run(Agent(EngineChat(engine, decoding_params(args))).turn(args.text))
+    finally:
+        engine.close()
+    if args.json:
+        print(json.dumps(result.to_dict()))
+        return 0
+    if result.filler:
+        print(f"filler:  {result.filler}")
+    for call in result.tool_calls:
+        print(f"tool:    {call.name}({call.arguments}) -> {json.dumps(call.result)}")
+    print(f"answer:  {result.answer}")
+    d = result.to_dict()
+    fmt = lambda ms: "-" if ms is None else f"{ms:.1f} ms"  # noqa: E731
+    print(
+        f"timing:  first token {fmt(d['first_token_ms'])}, first answer token "
+        f"{fmt(d['first_answer_token_ms'])}, done {fmt(d['done_ms'])} ({result.llm_calls} LLM calls)"
+    )
+    return 0
+
+
+def cmd_eval_llm(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from llm.checkpoint import resolve_model
+    from llm.evaluate import sweep
+
+    ar = None if args.ar_model == "none" else resolve_model(args.ar_model)
+    sweep(resolve_model(args.model), ar, args.n, Path(args.out))
+    return 0
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from llm.train import main as train_main
+
+    train_main(args.train_args)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ttfat",
@@ -105,6 +153,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object with ids, timings, counts")
     _add_decoding_args(p)
     p.set_defaults(func=cmd_generate)
+
+    p = sub.add_parser(
+        "ask",
+        help="one text turn through the agent (tool calls against the store, then the answer)",
+        description="Send one caller sentence through the agent loop: the model may call "
+        "lookup_order / check_stock against the bundled store database, then answers. "
+        "Example: ttfat ask 'where is my order four two one seven'",
+    )
+    p.add_argument("text", help="what the caller said")
+    p.add_argument("--model", default="bundled", help="bundled, bundled-ar or a checkpoint directory")
+    p.add_argument("--device", help="cuda or cpu (default: cuda when available)")
+    p.add_argument("--json", action="store_true", help="print the turn as one JSON object")
+    _add_decoding_args(p)
+    p.set_defaults(func=cmd_ask)
+
+    p = sub.add_parser(
+        "eval-llm",
+        help="tool-call and answer accuracy vs decoding settings (table + plot)",
+        description="Evaluate a support-line model on held-out calls and real out-of-scope queries, "
+        "sweeping threshold / block length / fixed steps, with tokens per forward and time per answer.",
+    )
+    p.add_argument("--model", default="bundled")
+    p.add_argument("--ar-model", default="bundled-ar", help="autoregressive twin to compare (or 'none')")
+    p.add_argument("-n", type=int, default=300, help="held-out model calls per setting (default 300)")
+    p.add_argument("--out", default="runs/eval-llm", help="where eval.json and the plot go")
+    p.set_defaults(func=cmd_eval_llm)
+
+    p = sub.add_parser(
+        "train", help="train the bundled models (see python -m llm.train --help)", add_help=False
+    )
+    p.add_argument("train_args", nargs=argparse.REMAINDER)
+    p.set_defaults(func=cmd_train)
     return parser
 
 

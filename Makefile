@@ -1,0 +1,25 @@
+# Two entry points (see README): `make demo` and `make test`. Both set everything up first.
+PY ?= python3
+VENV := .venv
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test lint bench
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet torch==2.13.0  # CPU wheel; GPU users install their own CUDA build first
+	$(VENV)/bin/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: setup
+	$(VENV)/bin/ttfat generate --prompt "hi, what time do you open on saturday" --json
+
+test: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/pytest -q; rc=$$?; [ $$rc -ne 5 ] || echo 'pytest collected no tests: that is a failure here'; exit $$rc
+
+bench: setup
+	$(VENV)/bin/python bench/engine.py

@@ -1,0 +1,149 @@
+"""Engine speed: tokens/s, time to first committed token and forwards per answer, by decoding mode.
+
+Random weights at a compute-bound size (~30M parameters) with fixed tokens-per-step schedules give
+the cost of each mode; the bundled model (if installed) gives real threshold-decoding parallelism.
+Targets (issue 2): >= 8x tokens/s over the LLaDA reference at 256 tokens, >= 3x at 32, and time to
+first committed token <= 1/4 of the reference's.
+
+    python bench/engine.py [--lengths 32 64 256] [--prompt 64] [--repeats 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from tokenizers import Tokenizer, models
+
+from llm.checkpoint import BUNDLED, save_checkpoint
+from llm.config import ModelConfig
+from llm.engine import Engine
+from llm.model import Transformer
+from llm.params import GenerationParams
+
+VOCAB = 4096
+
+
+def random_checkpoint(path: Path, attention: str, block_size: int) -> Path:
+    cfg = ModelConfig(
+        vocab_size=VOCAB, hidden_size=512, num_layers=8, num_heads=8, num_kv_heads=8, intermediate_size=1536,
+        mask_token_id=VOCAB - 1, eos_token_ids=[VOCAB - 2], pad_token_id=VOCAB - 3, attention=attention,
+        block_size=block_size, shift_logits=True, max_position=4096,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = Transformer(cfg)
+    with torch.no_grad():
+        model.lm_head.weight[cfg.eos_token_ids[0]] = 0  # never stop early: measure the full length
+    save_checkpoint(model, path)
+    Tokenizer(models.WordLevel({f"t{i}": i for i in range(VOCAB)}, unk_token="t0")).save(
+        str(path / "tokenizer.json")
+    )
+    return path
+
+
+def measure(engine: Engine, prompt: list[int], params: GenerationParams, repeats: int) -> dict:
+    runs = []
+    for _ in range(repeats):
+        t0 = time.monotonic_ns()
+        first = None
+        n = forwards = 0
+        for chunk in engine.stream(prompt, params):
+            if chunk.token_ids and first is None:
+                first = chunk.emit_ns
+            n += len(chunk.token_ids)
+            forwards = chunk.forwards
+        total = (time.monotonic_ns() - t0) / 1e9
+        runs.append({"tok_s": n / total, "ttft_ms": (first - t0) / 1e6, "forwards": forwards, "tokens": n})
+    return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+
+
+def row(name: str, m: dict, ref: dict | None) -> str:
+    speed = f"{m['tok_s'] / ref['tok_s']:6.1f}x" if ref else "   1.0x"
+    ttft = f"{m['ttft_ms'] / ref['ttft_ms']:5.2f}" if ref else " 1.00"
+    return (
+        f"  {name:<34} {m['tok_s']:8.1f} tok/s {speed}  first token {m['ttft_ms']:8.1f} ms ({ttft} of ref)"
+        f"  forwards {m['forwards']:5.0f}  tokens/forward {m['tokens'] / max(m['forwards'], 1):5.2f}"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--lengths", type=int, nargs="+", default=[32, 64, 256])
+    ap.add_argument("--prompt", type=int, default=64, help="prompt tokens")
+    ap.add_argument("--per-step", type=int, default=4, help="tokens committed per step in the parallel modes")
+    ap.add_argument("--repeats", type=int, default=2)
+    args = ap.parse_args()
+    print(
+        f"# engine bench: {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, "
+        f"torch {torch.__version__}, python {platform.python_version()}"
+    )
+    tmp = Path(tempfile.mkdtemp())
+    bidir = Engine(random_checkpoint(tmp / "bidir", "bidirectional", 32), device="cpu")
+    block = Engine(random_checkpoint(tmp / "block", "block", 8), device="cpu")
+    ar = Engine(random_checkpoint(tmp / "ar", "block", 1), device="cpu")
+    params_m = sum(p.numel() for p in bidir.model.parameters()) / 1e6
+    print(
+        f"# random weights, {params_m:.1f}M parameters, fp32, prompt {args.prompt} tokens, batch 1, "
+        f"parallel modes commit {args.per_step} tokens per step"
+    )
+    prompt = list(range(10, 10 + args.prompt))
+    k = args.per_step
+    for n in args.lengths:
+        print(f"\nanswer length {n}")
+        blk = min(32, n)
+        ref = measure(bidir, prompt, GenerationParams(gen_length=n, block_length=blk, steps=n, cache="none"),
+                      args.repeats)  # fmt: skip
+        print(row("(a) LLaDA reference, 1 token/step", ref, None))
+
+        def parallel(cache: str, n=n, blk=blk) -> GenerationParams:
+            return GenerationParams(gen_length=n, block_length=blk, steps=n // k, cache=cache)
+
+        for name, engine, params in (
+            (f"parallel {k}/step, no cache", bidir, parallel("none")),
+            (f"parallel {k}/step, prefix cache", bidir, parallel("prefix")),
+            (f"parallel {k}/step, dual cache", bidir, parallel("dual")),
+            (f"block diffusion (8), {k}/step, exact", block, GenerationParams(gen_length=n, steps=n // k)),
+            ("autoregressive (block 1), cached", ar, GenerationParams(gen_length=n, steps=n)),
+        ):
+            print(row(name, measure(engine, prompt, params, args.repeats), ref))
+    if (BUNDLED["bundled"] / "config.json").exists():
+        bench_bundled(args.repeats)
+
+
+def bench_bundled(repeats: int) -> None:
+    """Threshold decoding needs a trained model: tokens per forward on real support-line prompts."""
+    from llm.data import make_examples
+
+    engine = Engine(BUNDLED["bundled"], device="cpu")
+    ar = (
+        Engine(BUNDLED["bundled-ar"], device="cpu")
+        if (BUNDLED["bundled-ar"] / "config.json").exists()
+        else None
+    )
+    tok = engine.tokenizer
+    prompts = [
+        tok.encode(tok.apply_chat_template(e.messages)) for e in make_examples(24, seed=7, split="heldout")
+    ]
+    print(f"\nbundled model, {len(prompts)} held-out support-line prompts (answers of ~10-30 tokens)")
+    rows = {}
+    for name, eng, params in (
+        ("diffusion, threshold 0.9, block cache", engine, GenerationParams(gen_length=64, threshold=0.9)),
+        ("diffusion, 1 token/step (reference rule)", engine, GenerationParams(gen_length=64, steps=64)),
+        ("autoregressive twin, cached", ar, GenerationParams(gen_length=64, steps=64)),
+    ):
+        if eng is None:
+            continue
+        ms = [measure(eng, p, params, repeats) for p in prompts]
+        rows[name] = {k: statistics.mean(m[k] for m in ms) for k in ms[0]}
+    ref = rows.get("autoregressive twin, cached")
+    for name, m in rows.items():
+        print(row(name, m, ref).replace("of ref", "of AR"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,194 @@
+"""The agent loop: ask the LLM, run the tool calls it makes against the store, ask again, until it
+answers. The same loop serves `ttfat ask` (engine in-process) and the voice pipeline (any
+OpenAI-compatible server); the LLM is anything with an async `chat(messages, tools)` that yields
+`Delta`s.
+
+Timing: `first_token` is the first delta of any kind; the *answer* is the content of the last LLM
+call (the one that made no tool call), so `first_answer_token` (TTFAT) is its first content delta.
+Content streamed before a tool call is filler ("Let me look up that order.").
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from llm.async_engine import AsyncEngine
+from llm.params import GenerationParams
+from llm.store import SYSTEM_PROMPT, TOOLS, Store
+
+
+@dataclass
+class ToolCall:
+    name: str
+    arguments: str  # JSON text, as the model wrote it
+    id: str = "call_1"
+    result: dict | None = None
+    start_ns: int = 0
+    end_ns: int = 0
+
+
+@dataclass
+class Delta:
+    """One piece of an LLM's streamed reply."""
+
+    kind: str  # content | reasoning | tool_call | done
+    t_ns: int
+    text: str = ""
+    tool_call: ToolCall | None = None
+    stats: dict = field(default_factory=dict)  # on `done`: server/engine timings and counts
+
+
+class ChatLLM(Protocol):
+    def chat(self, messages: list[dict], tools: list[dict]) -> AsyncIterator[Delta]: ...
+
+
+def parse_tool_call(text: str, index: int = 0) -> ToolCall:
+    """`name {"arg": ...}` as the bundled models write it after <|tool_call|>."""
+    name, _, args = text.strip().partition(" ")
+    return ToolCall(name=name, arguments=args.strip() or "{}", id=f"call_{index + 1}")
+
+
+def split_reply(tokenizer, token_ids: list[int]) -> tuple[str, list[ToolCall]]:
+    """A finished bundled-model reply as (content, tool calls)."""
+    marker = tokenizer.token_to_id("<|tool_call|>")
+    parts: list[list[int]] = [[]]
+    for t in token_ids:
+        if t == marker:
+            parts.append([])
+        else:
+            parts[-1].append(t)
+    calls = [parse_tool_call(tokenizer.decode(ids), i) for i, ids in enumerate(parts[1:])]
+    return tokenizer.decode(parts[0]).strip(), calls
+
+
+class EngineChat:
+    """The diffusion engine in-process, speaking the bundled chat format."""
+
+    def __init__(self, engine: AsyncEngine, params: GenerationParams | None = None):
+        self.engine = engine
+        self.tokenizer = engine.engine.tokenizer
+        self.params = params or GenerationParams(gen_length=64)
+        self.tool_call_id = self.tokenizer.token_to_id("<|tool_call|>")
+
+    async def chat(self, messages: list[dict], tools: list[dict]) -> AsyncIterator[Delta]:
+        tok = self.tokenizer
+        prompt = tok.encode(tok.apply_chat_template(messages, tools=tools))
+        content: list[int] = []
+        calls: list[list[int]] = []
+        said = ""
+        last = None
+        async for chunk in self.engine.stream(prompt, self.params):
+            last = chunk
+            for token in chunk.token_ids:
+                if token == self.tool_call_id:
+                    calls.append([])
+                elif calls:
+                    calls[-1].append(token)
+                else:
+                    content.append(token)
+            text = tok.decode(content)
+            if len(text) > len(said):
+                yield Delta("content", chunk.emit_ns, text[len(said) :])
+                said = text
+        for i, ids in enumerate(calls):
+            yield Delta("tool_call", time.monotonic_ns(), tool_call=parse_tool_call(tok.decode(ids), i))
+        stats = {"forwards": last.forwards, "steps": last.steps} if last else {}
+        yield Delta("done", time.monotonic_ns(), stats=stats)
+
+
+@dataclass
+class TurnResult:
+    user_text: str
+    answer: str = ""
+    filler: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    request_ns: int = 0
+    first_token_ns: int | None = None
+    first_answer_token_ns: int | None = None
+    done_ns: int = 0
+    llm_calls: int = 0
+    stats: list[dict] = field(default_factory=list)
+
+    def ms(self, t: int | None) -> float | None:
+        return None if t is None else (t - self.request_ns) / 1e6
+
+    def to_dict(self) -> dict:
+        return {
+            "user": self.user_text,
+            "filler": self.filler,
+            "tool_calls": [
+                {
+                    "name": c.name,
+                    "arguments": c.arguments,
+                    "result": c.result,
+                    "ms": round((c.end_ns - c.start_ns) / 1e6, 3),
+                }
+                for c in self.tool_calls
+            ],  # fmt: skip
+            "answer": self.answer,
+            "first_token_ms": self.ms(self.first_token_ns),
+            "first_answer_token_ms": self.ms(self.first_answer_token_ns),
+            "done_ms": self.ms(self.done_ns),
+            "llm_calls": self.llm_calls,
+            "llm_stats": self.stats,
+        }
+
+
+class Agent:
+    def __init__(self, llm: ChatLLM, store: Store | None = None, system_prompt: str = SYSTEM_PROMPT,
+                 max_tool_rounds: int = 2):  # fmt: skip
+        self.llm = llm
+        self.store = store or Store()
+        self.system_prompt = system_prompt
+        self.max_tool_rounds = max_tool_rounds
+
+    async def turn(
+        self,
+        user_text: str,
+        history: list[dict] | None = None,
+        on_event: Callable[[str, Delta], None] | None = None,
+    ) -> TurnResult:
+        """One caller turn. `on_event(name, delta)` sees every delta as it arrives (name: first_token,
+        content, tool_start, tool_end, answer_start, done) for live timing; the result holds them all."""
+        emit = on_event or (lambda name, delta: None)
+        result = TurnResult(user_text, request_ns=time.monotonic_ns())
+        messages = [{"role": "system", "content": self.system_prompt}, *(history or []),
+                    {"role": "user", "content": user_text}]  # fmt: skip
+        for round_ in range(self.max_tool_rounds + 1):
+            content, calls, first_content = "", [], None
+            result.llm_calls += 1
+            async for delta in self.llm.chat(messages, TOOLS):
+                if result.first_token_ns is None and delta.kind != "done":
+                    result.first_token_ns = delta.t_ns
+                    emit("first_token", delta)
+                if delta.kind == "content":
+                    first_content = first_content or delta.t_ns
+                    content += delta.text
+                    emit("content", delta)
+                elif delta.kind == "tool_call":
+                    calls.append(delta.tool_call)
+                elif delta.kind == "done":
+                    result.stats.append(delta.stats)
+            if not calls or round_ == self.max_tool_rounds:
+                result.answer = content.strip()
+                result.first_answer_token_ns = first_content
+                break
+            result.filler = (result.filler + " " + content).strip()
+            messages.append({"role": "assistant", "content": content, "tool_calls": [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in calls]})  # fmt: skip
+            for call in calls:
+                call.start_ns = time.monotonic_ns()
+                emit("tool_start", Delta("tool_call", call.start_ns, tool_call=call))
+                call.result = self.store.execute(call.name, call.arguments)
+                call.end_ns = time.monotonic_ns()
+                emit("tool_end", Delta("tool_call", call.end_ns, tool_call=call))
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(call.result)})
+            result.tool_calls += calls
+        result.done_ns = time.monotonic_ns()
+        emit("done", Delta("done", result.done_ns))
+        return result

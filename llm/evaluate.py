@@ -1,0 +1,191 @@
+"""`ttfat eval-llm`: how well a model does the support-line job, and how that trades against speed.
+
+- held-out set (phrasings, order ids and products never used in training): tool-call accuracy
+  (right tool, right arguments) on first calls, answer fact accuracy (every required fact stated) on
+  answers, exact-match rate;
+- real phrasings (../shared/data/text, out-of-scope queries): the rate of replies that invent order
+  facts (a status, carrier or date with no lookup, or a lookup of a number the caller never said);
+- a sweep of decoding settings (threshold, block length, fixed steps) with tokens per forward and
+  time per answer beside accuracy, as a table and a plot.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from tqdm import tqdm
+
+from llm.agent import split_reply
+from llm.data import Example, make_examples, real_queries
+from llm.engine import Engine
+from llm.params import GenerationParams
+from llm.spoken import parse_order_id
+from llm.store import STATUSES
+
+CARRIERS_AND_PHRASES = ["UPS", "USPS", "FedEx", "DHL", "your order", "should arrive", "December", "January"]
+ORDER_FACT_WORDS = [s.replace("_", " ") for s in STATUSES] + CARRIERS_AND_PHRASES
+
+
+@dataclass
+class Scores:
+    setting: str
+    tool_call_acc: float
+    fact_acc: float
+    exact: float
+    tokens_per_forward: float
+    ms_per_answer: float
+    n_tool: int
+    n_answer: int
+
+    def row(self) -> str:
+        return (
+            f"{self.setting:<34} {100 * self.tool_call_acc:6.1f} {100 * self.fact_acc:6.1f} "
+            f"{100 * self.exact:6.1f} {self.tokens_per_forward:7.2f} {self.ms_per_answer:8.1f}"
+        )
+
+
+HEADER = f"{'setting':<34} {'tool%':>6} {'fact%':>6} {'exact%':>6} {'tok/fw':>7} {'ms/ans':>8}"
+
+
+def judge(engine: Engine, example: Example, token_ids: list[int]) -> tuple[bool, bool]:
+    """(correct, exact) for one reply."""
+    content, calls = split_reply(engine.tokenizer, token_ids)
+    want = example.target
+    if want.get("tool_calls"):
+        fn = want["tool_calls"][0]["function"]
+        try:
+            ok = (
+                len(calls) == 1
+                and calls[0].name == fn["name"]
+                and json.loads(calls[0].arguments) == json.loads(fn["arguments"])
+            )
+        except json.JSONDecodeError:
+            ok = False
+        return ok, ok and content == want["content"]
+    ok = not calls and all(f.lower() in content.lower() for f in example.facts)
+    return ok, ok and content == want["content"]
+
+
+def score(engine: Engine, examples: list[Example], params: GenerationParams, setting: str, batch: int = 16,
+          timed: int = 20) -> Scores:  # fmt: skip
+    tok = engine.tokenizer
+    prompts = [tok.encode(tok.apply_chat_template(e.messages)) for e in examples]
+    tool_ok, ans_ok, exact = [], [], []
+    tokens = forwards = 0
+    for i in range(0, len(prompts), batch):
+        for ex, gen in zip(
+            examples[i : i + batch], engine.generate(prompts[i : i + batch], params), strict=True
+        ):
+            ok, ex_ok = judge(engine, ex, gen.token_ids)
+            (tool_ok if ex.target.get("tool_calls") else ans_ok).append(ok)
+            exact.append(ex_ok)
+            tokens += len(gen.token_ids) + 1  # + the end-of-sequence token it committed
+            forwards += gen.forwards
+    times = [engine.generate([p], params)[0].total_ms for p in prompts[:timed]]
+    mean = lambda xs: statistics.mean(xs) if xs else 0.0  # noqa: E731
+    return Scores(setting, mean(tool_ok), mean(ans_ok), mean(exact), tokens / max(forwards, 1),
+                  statistics.median(times), len(tool_ok), len(ans_ok))  # fmt: skip
+
+
+def asr_like(text: str) -> str:
+    return re.sub(r"[^\w\s']", "", text.lower()).strip()
+
+
+def invented_order_facts(engine: Engine, params: GenerationParams, limit: int = 400) -> dict:
+    """Replies to real out-of-scope queries that state order facts nobody looked up, or look up a
+    number the caller never said."""
+    from llm.store import SYSTEM_PROMPT
+
+    queries = [q for q in real_queries() if q["out_of_scope"]][:limit]
+    if not queries:
+        return {"n": 0, "note": "no real queries found under ../shared/data/text"}
+    tok = engine.tokenizer
+    invented, refused, tool_calls = 0, 0, 0
+    examples = []
+    for q in queries:
+        msgs = [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": asr_like(q["text"])},
+        ]
+        examples.append((q, tok.encode(tok.apply_chat_template(msgs))))
+    for i in range(0, len(examples), 16):
+        part = examples[i : i + 16]
+        for (q, _), gen in zip(part, engine.generate([p for _, p in part], params), strict=True):
+            content, calls = split_reply(tok, gen.token_ids)
+            tool_calls += bool(calls)
+            said_id = parse_order_id(asr_like(q["text"]))
+            bad_call = any(
+                c.name == "lookup_order" and json.loads(c.arguments or "{}").get("order_id") != said_id
+                for c in calls
+                if c.arguments.startswith("{")
+            )
+            facts = not calls and any(w.lower() in content.lower() for w in ORDER_FACT_WORDS)
+            invented += bad_call or facts
+            refused += "can't help" in content
+    n = len(examples)
+    return {
+        "n": n,
+        "invented_rate": invented / n,
+        "polite_refusal_rate": refused / n,
+        "tool_call_rate": tool_calls / n,
+    }
+
+
+def sweep(model_dir, ar_dir, n: int, out: Path) -> dict:
+    engine = Engine(model_dir)
+    examples = make_examples(n, seed=12345, split="heldout")
+    settings = [
+        ("threshold 0.5", GenerationParams(threshold=0.5)),
+        ("threshold 0.7", GenerationParams(threshold=0.7)),
+        ("threshold 0.8", GenerationParams(threshold=0.8)),
+        ("threshold 0.9 (default)", GenerationParams(threshold=0.9)),
+        ("threshold 0.95", GenerationParams(threshold=0.95)),
+        ("threshold 0.9, block 4", GenerationParams(threshold=0.9, block_length=4)),
+        ("threshold 0.9, block 16", GenerationParams(threshold=0.9, block_length=16)),
+        ("fixed 1 token/step", GenerationParams(steps=64)),
+        ("fixed 2 tokens/step", GenerationParams(steps=32)),
+        ("fixed 4 tokens/step", GenerationParams(steps=16)),
+    ]
+    results = []
+    print(HEADER)
+    for name, params in tqdm(settings, desc="settings", leave=False):
+        results.append(score(engine, examples, params, f"diffusion {name}"))
+        tqdm.write(results[-1].row())
+    if ar_dir is not None:
+        ar = Engine(ar_dir)
+        results.append(score(ar, examples, GenerationParams(steps=64), "autoregressive twin"))
+        print(results[-1].row())
+    oos = invented_order_facts(engine, GenerationParams(threshold=0.9))
+    print("real out-of-scope queries:", json.dumps(oos))
+    out.mkdir(parents=True, exist_ok=True)
+    summary = {"examples": n, "results": [r.__dict__ for r in results], "real_out_of_scope": oos}
+    (out / "eval.json").write_text(json.dumps(summary, indent=2) + "\n")
+    plot(results, out / "steps_vs_quality.png")
+    print(f"wrote {out / 'eval.json'} and {out / 'steps_vs_quality.png'}")
+    return summary
+
+
+def plot(results: list[Scores], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
+    for r in results:
+        for ax, x in ((a, r.tokens_per_forward), (b, r.ms_per_answer)):
+            ax.scatter([x], [100 * r.tool_call_acc], marker="o", color="tab:blue")
+            ax.scatter([x], [100 * r.fact_acc], marker="s", color="tab:orange")
+            ax.annotate(r.setting.replace("diffusion ", ""), (x, 100 * r.fact_acc), fontsize=6)
+    a.set_xlabel("tokens committed per forward pass")
+    b.set_xlabel("median ms per answer (batch 1)")
+    for ax in (a, b):
+        ax.set_ylabel("accuracy % (o tool call, s answer facts)")
+        ax.grid(alpha=0.3)
+    fig.suptitle("Decoding settings: quality vs parallelism and time (held-out support calls)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
