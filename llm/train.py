@@ -56,6 +56,7 @@ class TrainConfig:
     intermediate_size: int = 768
     vocab_size: int = 1024
     min_t: float = 0.05
+    tokenizer_examples: int = 20000
     save_every: int = 200
     bf16: bool = True
 
@@ -67,13 +68,13 @@ def render(tok: Tokenizer, messages: list[dict], target: dict) -> tuple[list[int
     return prompt, full[len(prompt) :]
 
 
-def build_tokenizer(out: Path, seed: int) -> Tokenizer:
+def build_tokenizer(out: Path, seed: int, n: int = 20000) -> Tokenizer:
     """Train the BPE on rendered training conversations (the template is needed to render them)."""
     save_tokenizer(train_tokenizer([]), out)  # writes the chat template so Tokenizer can render
     tok = Tokenizer(out)
     texts = [
         tok.apply_chat_template([*e.messages, e.target], add_generation_prompt=False)
-        for e in make_examples(20000, seed=seed + 1000)
+        for e in make_examples(n, seed=seed + 1000)
     ]
     save_tokenizer(train_tokenizer(texts), out)
     return Tokenizer(out)
@@ -154,8 +155,8 @@ class Batches:
         return {"ids": ids, "pos": pos, "mask": mask, "src": src, "labels": clean[offsets]}
 
 
-def batch_loss(model: Transformer, batch: dict) -> torch.Tensor:
-    """Cross-entropy at the labelled positions; the shared system prompt runs once per batch."""
+def batch_logits(model: Transformer, batch: dict) -> torch.Tensor:
+    """Logits [B, labels, V] at the labelled positions; the shared system prompt runs once per batch."""
     prefix = batch["prefix"]
     s = prefix.shape[1]
     causal = torch.ones(s, s, dtype=torch.bool).tril()[None, None]
@@ -164,7 +165,11 @@ def batch_loss(model: Transformer, batch: dict) -> torch.Tensor:
     past = [(k.expand(b, -1, -1, -1), v.expand(b, -1, -1, -1)) for k, v in kv]
     hidden, _ = model(batch["ids"], batch["pos"], batch["mask"], past)
     picked = hidden.gather(1, batch["src"][..., None].expand(-1, -1, hidden.shape[-1]))
-    logits = model.logits(picked)
+    return model.logits(picked)
+
+
+def batch_loss(model: Transformer, batch: dict) -> torch.Tensor:
+    logits = batch_logits(model, batch)
     return F.cross_entropy(logits.flatten(0, 1), batch["labels"].flatten(), ignore_index=-100)
 
 
@@ -197,7 +202,7 @@ def train(tc: TrainConfig) -> Path:
         for name in ("tokenizer.json", "tokenizer_config.json"):
             (tc.out / name).write_bytes((tc.init / name).read_bytes())
     else:
-        tok = build_tokenizer(tc.out, tc.seed)
+        tok = build_tokenizer(tc.out, tc.seed, tc.tokenizer_examples)
         model = Transformer(new_model_config(tc, tok))
         for p in model.parameters():
             if p.dim() > 1:

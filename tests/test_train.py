@@ -1,0 +1,105 @@
+"""Training: the loss falls, checkpoints load, and the training layout computes exactly what the
+engine computes when it decodes (no answer token can see itself through the mask or the shift)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from llm.checkpoint import load_checkpoint
+from llm.engine import Engine
+from llm.params import GenerationParams
+from llm.train import Batches, TrainConfig, batch_logits, render, train
+
+TINY = dict(hidden_size=64, num_layers=2, num_heads=4, intermediate_size=128, batch_size=8, examples=400,
+            tokenizer_examples=400, save_every=1000, warmup=5, lr=3e-3)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def ar_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ar")
+    train(TrainConfig(out=out, block_size=1, steps=40, **TINY))
+    return out
+
+
+@pytest.fixture(scope="module")
+def diffusion_dir(tmp_path_factory, ar_dir):
+    out = tmp_path_factory.mktemp("dllm")
+    train(TrainConfig(out=out, block_size=8, init=ar_dir, steps=20, **TINY))
+    return out
+
+
+def losses(path) -> list[float]:
+    return [json.loads(line)["loss"] for line in (path / "train_log.jsonl").read_text().splitlines()]
+
+
+def test_short_training_runs_lower_the_loss_and_write_loadable_checkpoints(ar_dir, diffusion_dir):
+    for path, block in ((ar_dir, 1), (diffusion_dir, 8)):
+        loss = losses(path)
+        assert sum(loss[-5:]) / 5 < sum(loss[:5]) / 5, loss
+        ckpt = load_checkpoint(path, device="cpu")
+        assert ckpt.config.block_size == block and ckpt.config.attention == "block"
+        engine = Engine(ckpt)
+        prompt = engine.tokenizer.encode(
+            engine.tokenizer.apply_chat_template([{"role": "user", "content": "hi"}])
+        )
+        gen = engine.generate([prompt], GenerationParams(gen_length=16, steps=16))[0]
+        assert gen.forwards >= 1
+    assert json.loads((diffusion_dir / "train_info.json").read_text())["init"] == str(ar_dir)
+
+
+def test_resume_continues_from_the_saved_step(tmp_path):
+    cfg = TrainConfig(out=tmp_path, block_size=1, steps=4, **(TINY | {"save_every": 2}))
+    train(cfg)
+    cfg.steps = 6
+    train(cfg)
+    steps = [json.loads(line)["step"] for line in (tmp_path / "train_log.jsonl").read_text().splitlines()]
+    assert steps == [1, 2, 3, 4, 5, 6]
+
+
+@pytest.mark.parametrize("block", [1, 8])
+def test_training_layout_equals_inference_logits(diffusion_dir, block):
+    """Logits the trainer computes for masked answer tokens equal the engine's, block by block."""
+    from llm.data import make_examples
+
+    ckpt = load_checkpoint(diffusion_dir, device="cpu")
+    model, tok, cfg = ckpt.model, ckpt.tokenizer, ckpt.config
+    pairs = [render(tok, e.messages, e.target) for e in make_examples(6, seed=3)]
+    batches = Batches(pairs, cfg, block, min_t=0.5)
+    batch = batches.make(list(range(len(pairs))), torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        trained = batch_logits(model, batch)
+        for i, (prompt, answer) in enumerate(pairs):
+            labels = batch["labels"][i]
+            n = int((labels != -100).sum())
+            if block == 1:
+                canvas = torch.tensor(prompt + answer)
+                targets = torch.arange(len(prompt), len(canvas))
+                block_ids = torch.arange(len(canvas))
+            else:
+                a = -(-len(answer) // block) * block
+                clean = answer + cfg.eos_token_ids * (a - len(answer))
+                row = batch["ids"][i]
+                q = len(prompt) - batches.shared
+                noisy = row[q + a : q + 2 * a]
+                targets = len(prompt) + torch.nonzero(noisy == cfg.mask_token_id).flatten()
+                # the engine's view when denoising the block of each target: clean blocks before it,
+                # the noisy block itself; later blocks do not exist yet (block attention hides them)
+                canvas = torch.tensor(prompt + clean)
+                canvas[len(prompt) :] = torch.where(noisy == cfg.mask_token_id, noisy, canvas[len(prompt) :])
+                offs = torch.arange(len(canvas)) - len(prompt)
+                block_ids = torch.where(offs < 0, torch.arange(len(canvas)), len(prompt) + offs // block)
+            for j, t in enumerate(targets.tolist()):
+                view = canvas.clone()
+                if block > 1:  # blocks before the target's are clean in the engine's view
+                    k = (t - len(prompt)) // block
+                    s = len(prompt) + k * block
+                    view[len(prompt) : s] = torch.tensor(clean[: s - len(prompt)])
+                    view = view[: s + block]
+                else:
+                    view = view[: t + 1]
+                full = model.full_logits(view[None], block_ids[None, : len(view)])[0]
+                assert torch.allclose(trained[i, j], full[t - 1], atol=1e-4), (i, j)
+            assert len(targets) == n
