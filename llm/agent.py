@@ -18,17 +18,8 @@ from typing import Protocol
 
 from llm.async_engine import AsyncEngine
 from llm.params import GenerationParams
+from llm.reply import ReplyParser, ToolCall
 from llm.store import SYSTEM_PROMPT, TOOLS, Store
-
-
-@dataclass
-class ToolCall:
-    name: str
-    arguments: str  # JSON text, as the model wrote it
-    id: str = "call_1"
-    result: dict | None = None
-    start_ns: int = 0
-    end_ns: int = 0
 
 
 @dataclass
@@ -46,25 +37,6 @@ class ChatLLM(Protocol):
     def chat(self, messages: list[dict], tools: list[dict]) -> AsyncIterator[Delta]: ...
 
 
-def parse_tool_call(text: str, index: int = 0) -> ToolCall:
-    """`name {"arg": ...}` as the bundled models write it after <|tool_call|>."""
-    name, _, args = text.strip().partition(" ")
-    return ToolCall(name=name, arguments=args.strip() or "{}", id=f"call_{index + 1}")
-
-
-def split_reply(tokenizer, token_ids: list[int]) -> tuple[str, list[ToolCall]]:
-    """A finished bundled-model reply as (content, tool calls)."""
-    marker = tokenizer.token_to_id("<|tool_call|>")
-    parts: list[list[int]] = [[]]
-    for t in token_ids:
-        if t == marker:
-            parts.append([])
-        else:
-            parts[-1].append(t)
-    calls = [parse_tool_call(tokenizer.decode(ids), i) for i, ids in enumerate(parts[1:])]
-    return tokenizer.decode(parts[0]).strip(), calls
-
-
 class EngineChat:
     """The diffusion engine in-process, speaking the bundled chat format."""
 
@@ -72,30 +44,18 @@ class EngineChat:
         self.engine = engine
         self.tokenizer = engine.engine.tokenizer
         self.params = params or GenerationParams(gen_length=64)
-        self.tool_call_id = self.tokenizer.token_to_id("<|tool_call|>")
 
     async def chat(self, messages: list[dict], tools: list[dict]) -> AsyncIterator[Delta]:
-        tok = self.tokenizer
-        prompt = tok.encode(tok.apply_chat_template(messages, tools=tools))
-        content: list[int] = []
-        calls: list[list[int]] = []
-        said = ""
+        prompt = self.tokenizer.encode(self.tokenizer.apply_chat_template(messages, tools=tools))
+        parser = ReplyParser(self.tokenizer)
         last = None
         async for chunk in self.engine.stream(prompt, self.params):
             last = chunk
-            for token in chunk.token_ids:
-                if token == self.tool_call_id:
-                    calls.append([])
-                elif calls:
-                    calls[-1].append(token)
-                else:
-                    content.append(token)
-            text = tok.decode(content)
-            if len(text) > len(said):
-                yield Delta("content", chunk.emit_ns, text[len(said) :])
-                said = text
-        for i, ids in enumerate(calls):
-            yield Delta("tool_call", time.monotonic_ns(), tool_call=parse_tool_call(tok.decode(ids), i))
+            text = parser.feed(chunk.token_ids)
+            if text:
+                yield Delta("content", chunk.emit_ns, text)
+        for call in parser.tool_calls():
+            yield Delta("tool_call", time.monotonic_ns(), tool_call=call)
         stats = {"forwards": last.forwards, "steps": last.steps} if last else {}
         yield Delta("done", time.monotonic_ns(), stats=stats)
 

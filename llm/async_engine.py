@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from llm.engine import Engine
 from llm.params import GenerationParams
@@ -15,8 +15,10 @@ from llm.sequence import Chunk
 
 
 class AsyncEngine:
-    def __init__(self, engine: Engine):
+    def __init__(self, engine: Engine, on_step: Callable[[int], None] | None = None):
+        """`on_step(batch_size)` is called after every engine step (for metrics)."""
         self.engine = engine
+        self.on_step = on_step
         self._queues: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Queue]] = {}
         self._wake = threading.Event()
         self._stop = False
@@ -72,5 +74,7 @@ class AsyncEngine:
                     self._deliver(rid, RuntimeError(f"engine step failed: {e}"))
                 self.engine.step()  # drain the cancellations
                 continue
+            if self.on_step is not None:
+                self.on_step(self.engine.last_batch_size)
             for chunk in chunks:
                 self._deliver(chunk.request_id, chunk)

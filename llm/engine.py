@@ -63,6 +63,7 @@ class Engine:
         self._cancelled: set[str] = set()
         self._lock = threading.Lock()
         self.total_forwards = 0
+        self.last_batch_size = 0
 
     # -- requests -------------------------------------------------------------------------------
     def add_request(
@@ -93,6 +94,7 @@ class Engine:
         if not self.running:
             return chunks
         works = [seq.plan() for seq in self.running]
+        self.last_batch_size = len(works)
         logits = self._run(works)
         now = time.monotonic_ns()
         for seq, work, rows in zip(self.running, works, logits, strict=True):
@@ -117,6 +119,7 @@ class Engine:
             while self.waiting and self.cache.free:
                 seq = self.waiting.popleft()
                 seq.slot = self.cache.allocate()
+                seq.admitted_ns = now
                 self.running.append(seq)
         return chunks
 

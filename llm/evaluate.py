@@ -19,10 +19,10 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from llm.agent import split_reply
 from llm.data import Example, make_examples, real_queries
 from llm.engine import Engine
 from llm.params import GenerationParams
+from llm.reply import split_reply
 from llm.spoken import parse_order_id
 from llm.store import STATUSES
 

@@ -29,6 +29,7 @@ class GenerationParams:
     temperature: float = 0.0
     seed: int | None = None
     early_stop: bool = True
+    ignore_eos: bool = False  # keep decoding past end-of-sequence (benchmarks of fixed lengths)
 
     def resolve(self, cfg: ModelConfig) -> GenerationParams:
         """Fill model defaults and check the combination; raises ValueError with a readable message."""

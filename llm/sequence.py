@@ -56,6 +56,9 @@ class Chunk:
     steps: int
     finished: bool = False
     finish_reason: str | None = None  # stop | length | cancelled
+    arrival_ns: int = 0  # request added
+    admitted_ns: int = 0  # got a slot (the wait before is queueing)
+    prefill_ns: int = 0  # its first forward pass (prompt prefill) finished
 
 
 class Sequence:
@@ -68,7 +71,7 @@ class Sequence:
         self.prompt_len = len(prompt)
         self.block_attention = cfg.attention == "block"
         self.shift = int(cfg.shift_logits)
-        self.stop_ids = set(cfg.eos_token_ids)
+        self.stop_ids = set() if params.ignore_eos else set(cfg.eos_token_ids)
         first = params.block_length if self.block_attention else params.gen_length
         self.canvas = torch.tensor(prompt + [cfg.mask_token_id] * first, dtype=torch.long)
         self.commit_ns = [0] * self.canvas.numel()
@@ -86,6 +89,8 @@ class Sequence:
         self.finished = False
         self.finish_reason: str | None = None
         self.arrival_ns = time.monotonic_ns()
+        self.admitted_ns = 0
+        self.prefill_ns = 0
         self.generator = None
         if params.seed is not None:
             self.generator = torch.Generator().manual_seed(params.seed)
@@ -168,6 +173,7 @@ class Sequence:
         self.canvas[positions] = tokens[chosen]
         for pos in positions.tolist():
             self.commit_ns[pos] = now_ns
+        self.prefill_ns = self.prefill_ns or now_ns
         self.forwards += 1
         self.steps += 1
         self.step_in_block += 1
@@ -212,4 +218,10 @@ class Sequence:
 
     def cancel_chunk(self, now_ns: int) -> Chunk:
         self.finished, self.finish_reason = True, "cancelled"
-        return Chunk(self.id, [], [], now_ns, self.forwards, self.steps, True, "cancelled")
+        return self._chunk([], [], now_ns)
+
+    def _chunk(self, tokens: list[int], times: list[int], now_ns: int) -> Chunk:
+        return Chunk(
+            self.id, tokens, times, now_ns, self.forwards, self.steps, self.finished, self.finish_reason,
+            self.arrival_ns, self.admitted_ns, self.prefill_ns,
+        )  # fmt: skip

@@ -1,0 +1,68 @@
+"""The shipped models, loaded from the repository, answer fixed support questions correctly through
+the agent loop and the real store (held-out order ids, never seen in training)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from llm.agent import Agent, EngineChat
+from llm.async_engine import AsyncEngine
+from llm.checkpoint import BUNDLED
+from llm.data import in_heldout_id, order_answer
+from llm.engine import Engine
+from llm.params import GenerationParams
+from llm.spoken import digits
+from llm.store import Store
+
+STORE = Store()
+
+
+def heldout_order(status: str) -> str:
+    orders = sorted(STORE.orders.items())
+    return next(oid for oid, o in orders if o["status"] == status and in_heldout_id(oid))
+
+
+@pytest.fixture(scope="module", params=["bundled", "bundled-ar"])
+def agent(request):
+    engine = AsyncEngine(Engine(BUNDLED[request.param], device="cpu"))
+    yield Agent(EngineChat(engine, GenerationParams(gen_length=64)), STORE)
+    engine.close()
+
+
+def ask(agent: Agent, text: str):
+    return asyncio.run(agent.turn(text))
+
+
+@pytest.mark.parametrize("status", ["shipped", "delivered", "processing", "cancelled"])
+def test_order_status_uses_the_tool_and_states_the_facts(agent, status):
+    oid = heldout_order(status)
+    result = ask(agent, f"hi where is my order {digits(oid)}")
+    calls = [(c.name, json.loads(c.arguments)) for c in result.tool_calls]
+    assert calls == [("lookup_order", {"order_id": oid})]
+    _, facts = order_answer("order_status", STORE.lookup_order(oid))
+    assert all(f.lower() in result.answer.lower() for f in facts), (result.answer, facts)
+    assert result.request_ns < result.first_token_ns <= result.first_answer_token_ns <= result.done_ns
+
+
+def test_digits_said_as_numbers_reach_the_tool(agent):
+    oid = heldout_order("shipped")
+    result = ask(agent, f"can you check order {oid[:2]} {oid[2:]}")
+    assert [json.loads(c.arguments) for c in result.tool_calls] == [{"order_id": oid}]
+
+
+def test_direct_answers_need_no_tool(agent):
+    result = ask(agent, "what time do you open")
+    assert not result.tool_calls
+    assert "eight in the morning" in result.answer
+    result = ask(agent, "can you recommend a good pizza place")
+    assert not result.tool_calls and "can't help" in result.answer
+
+
+def test_stock_question_calls_check_stock(agent):
+    result = ask(agent, "do you have any yoga mats in stock")
+    assert [c.name for c in result.tool_calls] == ["check_stock"]
+    assert result.tool_calls[0].result["found"]
+    assert result.tool_calls[0].result["price"] in result.answer

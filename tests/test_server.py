@@ -1,0 +1,155 @@
+"""The server with the official openai client, on a free port, serving the bundled model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import httpx
+import pytest
+from openai import OpenAI
+
+from llm.client import LocalServer
+from llm.server import Limits
+from llm.store import SYSTEM_PROMPT, TOOLS, Store
+
+
+@pytest.fixture(scope="module")
+def server():
+    local = LocalServer("bundled", limits=Limits(max_concurrent=4, max_tokens=256), api_key="secret")
+    url = local.__enter__()
+    yield local, url
+    local.__exit__(None, None, None)
+
+
+def client(url: str) -> OpenAI:
+    return OpenAI(base_url=url, api_key="secret", max_retries=0)
+
+
+def user(text: str) -> list[dict]:
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": text}]
+
+
+# a request that runs for 256 one-token steps whatever the model says
+LONG = {"model": "bundled", "messages": user("hello"), "max_tokens": 256, "stream": True, "steps": 256,
+        "ignore_eos": True}  # fmt: skip
+
+
+def test_streaming_and_plain_give_the_same_answer(server):
+    _, url = server
+    c = client(url)
+    plain = c.chat.completions.create(
+        model="bundled", messages=user("what are your opening hours"), max_tokens=64
+    )
+    pieces, final = [], None
+    for chunk in c.chat.completions.create(model="bundled", messages=user("what are your opening hours"),
+                                           max_tokens=64, stream=True):  # fmt: skip
+        if chunk.choices and chunk.choices[0].delta.content:
+            pieces.append(chunk.choices[0].delta.content)
+        if chunk.choices and chunk.choices[0].finish_reason:
+            final = chunk
+    assert "".join(pieces) == plain.choices[0].message.content
+    assert "eight in the morning" in plain.choices[0].message.content
+    assert len(pieces) > 1  # committed prefixes stream, not one blob at the end
+    timings = final.model_extra["ttfat_timings"]
+    assert 0 < timings["first_token_ms"] <= timings["first_answer_token_ms"] <= timings["done_ms"]
+    assert timings["forwards"] >= 1 and final.usage.completion_tokens >= len(pieces)
+    assert [m.id for m in c.models.list().data] == ["bundled"]
+
+
+def test_tool_call_round_trip(server):
+    _, url = server
+    c = client(url)
+    store = Store()
+    oid = next(o for o, row in sorted(store.orders.items()) if row["status"] == "shipped")
+    messages = user(f"where is my order {oid}")
+    first = c.chat.completions.create(model="bundled", messages=messages, tools=TOOLS, max_tokens=64)
+    choice = first.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    call = choice.message.tool_calls[0]
+    assert call.function.name == "lookup_order" and json.loads(call.function.arguments) == {"order_id": oid}
+    result = store.execute(call.function.name, call.function.arguments)
+    messages += [choice.message.model_dump(exclude_none=True),
+                 {"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)}]  # fmt: skip
+    second = c.chat.completions.create(model="bundled", messages=messages, tools=TOOLS, max_tokens=64)
+    answer = second.choices[0].message.content
+    assert second.choices[0].finish_reason == "stop"
+    assert result["carrier"] in answer and result["eta"] in answer
+
+
+def test_concurrent_requests_equal_sequential_ones(server):
+    from openai import AsyncOpenAI
+
+    _, url = server
+    questions = ["do you have yoga mats", "what does shipping cost", "hello", "i want to talk to a person",
+                 "whats the status of order 1234", "how do returns work"]  # fmt: skip
+    sequential = [client(url).chat.completions.create(model="bundled", messages=user(q), max_tokens=64)
+                  .choices[0].message for q in questions]  # fmt: skip
+
+    async def together():
+        c = AsyncOpenAI(base_url=url, api_key="secret", max_retries=0)
+        replies = await asyncio.gather(
+            *[c.chat.completions.create(model="bundled", messages=user(q), max_tokens=64) for q in questions]
+        )
+        return [r.choices[0].message for r in replies]
+
+    assert [m.model_dump() for m in asyncio.run(together())] == [m.model_dump() for m in sequential]
+    metrics = httpx.get(url.removesuffix("/v1") + "/metrics").text
+    assert 'ttfat_batch_size_bucket{le="4.0"}' in metrics
+    batched = sum(float(line.split()[-1]) for line in metrics.splitlines()
+                  if line.startswith("ttfat_batch_size_sum"))  # fmt: skip
+    assert batched > 0
+
+
+def test_disconnect_cancels_the_request(server):
+    local, url = server
+    engine = local.engine.engine
+    auth = {"authorization": "Bearer secret"}
+    with (
+        httpx.Client(headers=auth) as http,
+        http.stream("POST", url + "/chat/completions", json=LONG) as response,
+    ):
+        for line in response.iter_lines():
+            if '"content"' in line and '"content": ""' not in line:
+                break  # a token arrived: the request is running; now hang up
+    forwards_at_hangup = engine.total_forwards
+    deadline = time.monotonic() + 5
+    while engine.running and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not engine.running
+    assert engine.total_forwards - forwards_at_hangup < 50  # the full request needs 256
+    metrics = httpx.get(url.removesuffix("/v1") + "/metrics").text
+    assert 'ttfat_requests_total{status="499"}' in metrics
+
+
+def test_bad_requests_and_limits(server):
+    _, url = server
+
+    def post(body, key="secret", raw=None):
+        headers = {"authorization": f"Bearer {key}", "content-type": "application/json"}
+        return httpx.post(url + "/chat/completions", headers=headers, content=raw or json.dumps(body))
+
+    ok = {"model": "bundled", "messages": user("hi")}
+    assert post(ok, key="wrong").status_code == 401
+    bad = [{"messages": []}, ok | {"max_tokens": 10_000}, ok | {"threshold": 2.0}, ok | {"cache": "dual"},
+           ok | {"steps": "many"}, {"messages": [{"role": "wizard"}]}]  # fmt: skip
+    for body, raw in [(None, b"{not json")] + [(b, None) for b in bad]:
+        response = post(body, raw=raw)
+        assert response.status_code == 400, (body, response.text)
+        assert response.json()["error"]["message"]
+    long = {"model": "bundled", "messages": user("order " * 2000)}
+    assert post(long).status_code == 400
+    assert httpx.get(url.removesuffix("/v1") + "/health").json()["status"] == "ok"
+
+
+def test_concurrency_limit_answers_429():
+    local = LocalServer("bundled", limits=Limits(max_concurrent=1))
+    with (
+        local as url,
+        httpx.Client() as http,
+        http.stream("POST", url + "/chat/completions", json=LONG) as held,
+    ):
+        next(held.iter_lines())
+        second = httpx.post(url + "/chat/completions", json={"messages": user("hi")})
+        assert second.status_code == 429
