@@ -124,6 +124,27 @@ def cmd_eval_llm(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from llm.server import Limits, serve
+
+    limits = Limits(args.max_prompt_tokens, args.max_tokens, args.max_concurrent)
+    print(f"ttfat: serving {args.model} on http://{args.host}:{args.port}/v1", file=sys.stderr)
+    serve(args.model, args.host, args.port, args.api_key, args.device, args.max_batch, limits)
+    return 0
+
+
+def cmd_bench_llm(args: argparse.Namespace) -> int:
+    from llm.client import LocalServer
+    from llm.loadgen import bench
+
+    if args.url:
+        bench(args.url, args.levels, args.requests_per_worker, args.api_key)
+        return 0
+    with LocalServer(args.model) as url:
+        bench([url], args.levels, args.requests_per_worker)
+    return 0
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from llm.train import main as train_main
 

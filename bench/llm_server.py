@@ -1,0 +1,35 @@
+"""Server under load (issue 4 targets): at concurrency 8, TTFAT p95 <= 2x concurrency 1 and aggregate
+tokens/s >= 4x; HTTP overhead (client TTFAT - engine TTFAT) <= 5 ms at p50.
+
+    python bench/llm_server.py [--model bundled] [--requests-per-worker 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+
+import torch
+
+from llm.client import LocalServer
+from llm.loadgen import bench
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", default="bundled")
+    ap.add_argument("--requests-per-worker", type=int, default=8)
+    args = ap.parse_args()
+    threads = torch.get_num_threads()
+    print(f"# server bench: {platform.machine()}, {threads} threads, torch {torch.__version__}")
+    print(f"# model {args.model}; client and server share this machine")
+    with LocalServer(args.model) as url:
+        rows = {r["concurrency"]: r for r in bench([url], (1, 2, 4, 8, 16), args.requests_per_worker)[url]}
+    c1, c8 = rows[1], rows[8]
+    print(f"\nTTFAT p95 at 8 / at 1: {c8['ttfat_p95'] / c1['ttfat_p95']:.2f} (target <= 2)")
+    print(f"tokens/s at 8 / at 1:  {c8['tokens_per_s'] / c1['tokens_per_s']:.2f} (target >= 4)")
+    print(f"HTTP overhead p50 at 1: {c1['http_overhead_p50_ms']:.2f} ms (target <= 5)")
+
+
+if __name__ == "__main__":
+    main()
