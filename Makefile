@@ -15,7 +15,8 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 demo: setup
-	$(VENV)/bin/ttfat generate --prompt "hi, what time do you open on saturday" --json
+	$(VENV)/bin/ttfat ask "hi, where is my order one zero two eight"
+	$(VENV)/bin/ttfat ask "what time do you open on saturday"
 
 test: setup
 	$(VENV)/bin/ruff check .
