@@ -51,7 +51,9 @@ class EngineChat:
         last = None
         async for chunk in self.engine.stream(prompt, self.params):
             last = chunk
-            text = parser.feed(chunk.token_ids)
+            reasoning, text = parser.feed(chunk.token_ids)
+            if reasoning:
+                yield Delta("reasoning", chunk.emit_ns, reasoning)
             if text:
                 yield Delta("content", chunk.emit_ns, text)
         for call in parser.tool_calls():

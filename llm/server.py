@@ -166,12 +166,14 @@ def create_app(
         if stream:
             return StreamingResponse(sse(events, rid), media_type="text/event-stream")
         try:
-            content, calls, final = "", [], None
+            content, reasoning, calls, final = "", "", [], None
             async for kind, payload in events:
                 if await request.is_disconnected():
                     break
                 if kind == "content":
                     content += payload
+                elif kind == "reasoning":
+                    reasoning += payload
                 elif kind == "tool_call":
                     calls.append(payload)
                 elif kind == "final":
@@ -181,6 +183,8 @@ def create_app(
         if final is None:
             return error(499, "client disconnected")
         message = {"role": "assistant", "content": content or None}
+        if reasoning:
+            message["reasoning_content"] = reasoning
         if calls:
             message["tool_calls"] = calls
         return {"id": rid, "object": "chat.completion", "created": int(time.time()), "model": model_name,
@@ -200,7 +204,9 @@ def create_app(
                 tokens += len(take)
                 if take and first_token is None:
                     first_token = chunk.emit_ns
-                text = parser.feed(take)
+                reasoning, text = parser.feed(take)
+                if reasoning:
+                    yield "reasoning", reasoning
                 if text:
                     first_content = first_content or chunk.emit_ns
                     yield "content", text
@@ -260,6 +266,8 @@ def create_app(
             async for kind, payload in events:
                 if kind == "content":
                     yield chunk({"content": payload})
+                elif kind == "reasoning":
+                    yield chunk({"reasoning_content": payload})
                 elif kind == "tool_call":
                     yield chunk({"tool_calls": [payload]})
                 else:
