@@ -14,8 +14,10 @@ SPECIAL = ["<|pad|>", "<|bos|>", "<|eos|>", "<|mask|>", "<|system|>", "<|user|>"
            "<|tool_call|>", "<|tool_result|>"]  # fmt: skip
 
 # The tool list is fixed for the bundled models (they were trained on it), so `tools` is not rendered.
+# A conversation without a system message gets the store's system prompt, which the models always saw.
 CHAT_TEMPLATE = (
     "{{ bos_token }}"
+    "{% if messages[0]['role'] != 'system' %}<|system|>DEFAULT_SYSTEM{% endif %}"
     "{% for m in messages %}"
     "{% if m['role'] == 'system' %}<|system|>{{ m['content'] }}"
     "{% elif m['role'] == 'user' %}<|user|>{{ m['content'] }}"
@@ -49,11 +51,17 @@ def save_tokenizer(tok: Tokenizer, path: str | Path) -> None:
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     tok.save(str(path / "tokenizer.json"))
+    save_tokenizer_config(path)
+
+
+def save_tokenizer_config(path: Path) -> None:
+    from llm.store import SYSTEM_PROMPT
+
     config = {
         "bos_token": "<|bos|>",
         "eos_token": "<|eos|>",
         "pad_token": "<|pad|>",
         "mask_token": "<|mask|>",
-        "chat_template": CHAT_TEMPLATE,
+        "chat_template": CHAT_TEMPLATE.replace("DEFAULT_SYSTEM", SYSTEM_PROMPT),
     }
     (path / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n")

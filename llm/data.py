@@ -829,7 +829,7 @@ _MASS_NOUNS = {
 
 
 class _Generator:
-    def __init__(self, seed: int, split: str, store: Store):
+    def __init__(self, seed: int, split: str, store: Store, new_products: bool = True):
         if split not in SPLITS:
             raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
         self.rng = random.Random(f"ttfat-data:{split}:{seed}")
@@ -846,7 +846,8 @@ class _Generator:
             for i in range(1000, 10000)
             if f"{i:04d}" not in known and in_heldout_id(f"{i:04d}") == held
         ]
-        self.products = split_items(sorted(store.products), "product", split)
+        catalog = sorted(store.products)
+        self.products = split_items(catalog, "product", split) if new_products else catalog
         self.missing = [
             p
             for p in split_items(MISSING_PRODUCTS, "missing_product", split)
@@ -1042,10 +1043,13 @@ class _Generator:
 
 
 def make_examples(
-    n: int, *, seed: int = 0, split: str = "train", store: Store | None = None
+    n: int, *, seed: int = 0, split: str = "train", store: Store | None = None, new_products: bool = True
 ) -> list[Example]:
-    """``n`` examples (model calls) of the given split; the same seed gives the same list."""
-    gen = _Generator(seed, split, store if store is not None else Store())
+    """``n`` examples (model calls) of the given split; the same seed gives the same list.
+
+    ``new_products=False`` lets questions name any catalog product (held-out phrasings and order ids
+    stay unseen); the default keeps each split's product names apart too (a harder copy test)."""
+    gen = _Generator(seed, split, store if store is not None else Store(), new_products)
     out: list[Example] = []
     while len(out) < n:
         out.extend(gen.turn())

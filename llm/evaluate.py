@@ -1,6 +1,7 @@
 """`ttfat eval-llm`: how well a model does the support-line job, and how that trades against speed.
 
-- held-out set (phrasings, order ids and products never used in training): tool-call accuracy
+- held-out set (phrasings and order ids never used in training; catalog products, and separately
+  product names never used in training either): tool-call accuracy
   (right tool, right arguments) on first calls, answer fact accuracy (every required fact stated) on
   answers, exact-match rate;
 - real phrasings (../shared/data/text, out-of-scope queries): the rate of replies that invent order
@@ -91,6 +92,14 @@ def score(engine: Engine, examples: list[Example], params: GenerationParams, set
                   statistics.median(times), len(tool_ok), len(ans_ok))  # fmt: skip
 
 
+def order_id_of(arguments: str) -> str | None:
+    try:
+        args = json.loads(arguments)
+    except json.JSONDecodeError:
+        return None
+    return args.get("order_id") if isinstance(args, dict) else None
+
+
 def asr_like(text: str) -> str:
     return re.sub(r"[^\w\s']", "", text.lower()).strip()
 
@@ -118,11 +127,7 @@ def invented_order_facts(engine: Engine, params: GenerationParams, limit: int = 
             content, calls = split_reply(tok, gen.token_ids)
             tool_calls += bool(calls)
             said_id = parse_order_id(asr_like(q["text"]))
-            bad_call = any(
-                c.name == "lookup_order" and json.loads(c.arguments or "{}").get("order_id") != said_id
-                for c in calls
-                if c.arguments.startswith("{")
-            )
+            bad_call = any(c.name == "lookup_order" and order_id_of(c.arguments) != said_id for c in calls)
             facts = not calls and any(w.lower() in content.lower() for w in ORDER_FACT_WORDS)
             invented += bad_call or facts
             refused += "can't help" in content
@@ -137,7 +142,8 @@ def invented_order_facts(engine: Engine, params: GenerationParams, limit: int = 
 
 def sweep(model_dir, ar_dir, n: int, out: Path) -> dict:
     engine = Engine(model_dir)
-    examples = make_examples(n, seed=12345, split="heldout")
+    examples = make_examples(n, seed=12345, split="heldout", new_products=False)
+    unseen_products = make_examples(n, seed=12345, split="heldout")
     settings = [
         ("threshold 0.5", GenerationParams(threshold=0.5)),
         ("threshold 0.7", GenerationParams(threshold=0.7)),
@@ -155,9 +161,15 @@ def sweep(model_dir, ar_dir, n: int, out: Path) -> dict:
     for name, params in tqdm(settings, desc="settings", leave=False):
         results.append(score(engine, examples, params, f"diffusion {name}"))
         tqdm.write(results[-1].row())
+    results.append(
+        score(engine, unseen_products, GenerationParams(threshold=0.9), "diffusion 0.9, unseen products")
+    )
+    print(results[-1].row())
     if ar_dir is not None:
         ar = Engine(ar_dir)
         results.append(score(ar, examples, GenerationParams(steps=64), "autoregressive twin"))
+        print(results[-1].row())
+        results.append(score(ar, unseen_products, GenerationParams(steps=64), "AR twin, unseen products"))
         print(results[-1].row())
     oos = invented_order_facts(engine, GenerationParams(threshold=0.9))
     print("real out-of-scope queries:", json.dumps(oos))

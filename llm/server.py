@@ -9,6 +9,7 @@ request at the next engine step.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import math
@@ -242,7 +243,7 @@ def create_app(
                 "total_tokens": len(prompt) + tokens,
             }
             yield "final", {"finish_reason": finish, "usage": usage, "ttfat_timings": timings}
-        except GeneratorExit:  # the client went away: engine.stream has cancelled the request
+        except (GeneratorExit, asyncio.CancelledError):  # the client went away: the request is cancelled
             status = "499"
             raise
         except Exception:

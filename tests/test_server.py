@@ -17,7 +17,7 @@ from llm.store import SYSTEM_PROMPT, TOOLS, Store
 
 @pytest.fixture(scope="module")
 def server():
-    local = LocalServer("bundled", limits=Limits(max_concurrent=4, max_tokens=256), api_key="secret")
+    local = LocalServer("bundled", limits=Limits(max_concurrent=8, max_tokens=256), api_key="secret")
     url = local.__enter__()
     yield local, url
     local.__exit__(None, None, None)
@@ -150,6 +150,7 @@ def test_concurrency_limit_answers_429():
         httpx.Client() as http,
         http.stream("POST", url + "/chat/completions", json=LONG) as held,
     ):
-        next(held.iter_lines())
+        lines = held.iter_lines()  # keep the iterator: dropping it closes the connection
+        next(lines)
         second = httpx.post(url + "/chat/completions", json={"messages": user("hi")})
         assert second.status_code == 429
