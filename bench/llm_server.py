@@ -11,7 +11,7 @@ import platform
 
 import torch
 
-from llm.client import LocalServer
+from llm.client import ServerProcess
 from llm.loadgen import bench
 
 
@@ -22,8 +22,8 @@ def main() -> None:
     args = ap.parse_args()
     threads = torch.get_num_threads()
     print(f"# server bench: {platform.machine()}, {threads} threads, torch {torch.__version__}")
-    print(f"# model {args.model}; client and server share this machine")
-    with LocalServer(args.model) as url:
+    print(f"# model {args.model}; server in its own process, client and server share this machine's 2 cores")
+    with ServerProcess(args.model) as url:
         rows = {r["concurrency"]: r for r in bench([url], (1, 2, 4, 8, 16), args.requests_per_worker)[url]}
     c1, c8 = rows[1], rows[8]
     print(f"\nTTFAT p95 at 8 / at 1: {c8['ttfat_p95'] / c1['ttfat_p95']:.2f} (target <= 2)")

@@ -68,6 +68,35 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+class ServerProcess:
+    """`ttfat serve` in its own process on a free port, so a load generator does not share its GIL."""
+
+    def __init__(self, model: str = "bundled", port: int | None = None):
+        self.model, self.port = model, port or free_port()
+
+    def __enter__(self) -> str:
+        import subprocess
+        import sys
+
+        import httpx
+
+        cmd = [sys.executable, "-m", "voice.cli", "serve", "--model", self.model, "--port", str(self.port)]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            try:
+                httpx.get(f"http://127.0.0.1:{self.port}/health", timeout=1)
+                return f"http://127.0.0.1:{self.port}/v1"
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        self.proc.kill()
+        raise RuntimeError(f"ttfat serve did not come up on port {self.port}")
+
+    def __exit__(self, *exc) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
 class LocalServer:
     """Our server in a background thread on a free loopback port (`with LocalServer(...) as url:`)."""
 

@@ -134,13 +134,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_bench_llm(args: argparse.Namespace) -> int:
-    from llm.client import LocalServer
+    from llm.client import ServerProcess
     from llm.loadgen import bench
 
     if args.url:
         bench(args.url, args.levels, args.requests_per_worker, args.api_key)
         return 0
-    with LocalServer(args.model) as url:
+    with ServerProcess(args.model) as url:
         bench([url], args.levels, args.requests_per_worker)
     return 0
 
@@ -200,6 +200,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-n", type=int, default=300, help="held-out model calls per setting (default 300)")
     p.add_argument("--out", default="runs/eval-llm", help="where eval.json and the plot go")
     p.set_defaults(func=cmd_eval_llm)
+
+    p = sub.add_parser(
+        "serve",
+        help="the diffusion LLM server (OpenAI-compatible, streaming, batched)",
+        description="Serve a model at /v1/chat/completions (stream or not, tools, decoding knobs as extra "
+        "fields), /v1/models, /health and Prometheus /metrics. Binds 127.0.0.1 unless told otherwise.",
+    )
+    p.add_argument("--model", default="bundled", help="bundled, bundled-ar or a checkpoint directory")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--api-key", help="require 'Authorization: Bearer KEY'")
+    p.add_argument("--device", help="cuda or cpu (default: cuda when available)")
+    p.add_argument("--max-batch", type=int, default=16, help="requests decoded together (default 16)")
+    p.add_argument("--max-concurrent", type=int, default=32, help="open requests before 429 (default 32)")
+    p.add_argument("--max-tokens", type=int, default=256, help="largest max_tokens accepted (default 256)")
+    p.add_argument(
+        "--max-prompt-tokens", type=int, default=1536, help="longest prompt accepted (default 1536)"
+    )
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser(
+        "bench-llm",
+        help="load-test OpenAI-compatible endpoints: TTFT / TTFAT percentiles, tokens/s, errors",
+        description="Support-line requests at concurrency 1, 2, 4, 8, 16 against each --url (compare two "
+        "servers in one run), or against the bundled model on a local server started for the run.",
+    )
+    p.add_argument("--url", action="append", help="base URL such as http://127.0.0.1:8000/v1 (repeatable)")
+    p.add_argument("--model", default="bundled", help="model for the local server when no --url is given")
+    p.add_argument("--api-key", default="none")
+    p.add_argument("--levels", type=int, nargs="+", default=[1, 2, 4, 8, 16])
+    p.add_argument("--requests-per-worker", type=int, default=6)
+    p.set_defaults(func=cmd_bench_llm)
 
     p = sub.add_parser(
         "train", help="train the bundled models (see python -m llm.train --help)", add_help=False
