@@ -128,32 +128,35 @@ class Engine:
         self.cache.release(seq.slot)
 
     def _run(self, works: list[Work]) -> list[torch.Tensor]:
-        """One batched forward pass; returns each item's logits for its target rows."""
+        """One forward pass over every running request, packed into a single row with no padding
+        (a request's prefill costs only its own tokens): each request's queries see only its own
+        cached keys and queries. Returns each request's logits for its target rows."""
         device = self.model.device
-        n = len(works)
-        q_max = max(w.ids.numel() for w in works)
-        p_max = max(w.cache_len for w in works)
-        ids = torch.full((n, q_max), self.config.pad_token_id, dtype=torch.long)
-        positions = torch.zeros((n, q_max), dtype=torch.long)
-        mask = torch.zeros((n, 1, q_max, p_max + q_max), dtype=torch.bool)
-        pad_rows = torch.arange(q_max)
-        mask[:, 0, pad_rows, p_max + pad_rows] = True  # padding rows see themselves (no NaN rows)
-        for b, w in enumerate(works):
-            q = w.ids.numel()
-            ids[b, :q], positions[b, :q] = w.ids, w.positions
-            mask[b, 0, :q, :] = False
-            mask[b, 0, :q, : w.cache_len] = True
+        q_lens = [w.ids.numel() for w in works]
+        p_lens = [w.cache_len for w in works]
+        q_off = [sum(q_lens[:i]) for i in range(len(works))]
+        p_off = [sum(p_lens[:i]) for i in range(len(works))]
+        q_all, p_all = sum(q_lens), sum(p_lens)
+        ids = torch.cat([w.ids for w in works])[None]
+        positions = torch.cat([w.positions for w in works])[None]
+        mask = torch.zeros((1, 1, q_all, p_all + q_all), dtype=torch.bool)
+        for w, q, qo, po in zip(works, q_lens, q_off, p_off, strict=True):
+            rows = mask[0, 0, qo : qo + q]
+            rows[:, po : po + w.cache_len] = True
             if w.hidden is not None:
-                mask[b, 0, :q, w.hidden[0] : w.hidden[1]] = False
-            mask[b, 0, :q, p_max : p_max + q] = w.block_ids[None, :] <= w.block_ids[:, None]
-        past = self.cache.gather([self.running[b].slot for b in range(n)], p_max) if p_max else None
+                rows[:, po + w.hidden[0] : po + w.hidden[1]] = False
+            rows[:, p_all + qo : p_all + qo + q] = w.block_ids[None, :] <= w.block_ids[:, None]
+        spans = [(seq.slot, w.cache_len) for seq, w in zip(self.running, works, strict=True)]
+        past = self.cache.gather(spans) if p_all else None
         with torch.inference_mode():
             hidden, new_kv = self.model(ids.to(device), positions.to(device), mask.to(device), past)
-            for b, w in enumerate(works):
+            for seq, w, qo in zip(self.running, works, q_off, strict=True):
                 if w.persist is not None:
                     a, z = w.persist
-                    self.cache.write(self.running[b].slot, int(w.positions[a]), new_kv, b, slice(a, z))
-            picked = torch.cat([hidden[b, w.rows.to(device)] for b, w in enumerate(works)])
+                    self.cache.write(seq.slot, int(w.positions[a]), new_kv, 0, slice(qo + a, qo + z))
+            picked = hidden[
+                0, torch.cat([qo + w.rows for w, qo in zip(works, q_off, strict=True)]).to(device)
+            ]
             logits = self.model.logits(picked).cpu()
         self.total_forwards += 1
         return list(logits.split([w.rows.numel() for w in works]))

@@ -27,12 +27,15 @@ class KVCache:
         self.free.append(slot)
         self.free.sort()
 
-    def gather(self, slots: list[int], length: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        """Per layer, the first `length` cached positions of each slot: ([B, Hkv, length, D]) * 2."""
-        index = torch.tensor(slots, device=self.k.device)
-        k = self.k[:, index, :, :length]
-        v = self.v[:, index, :, :length]
-        return list(zip(k.unbind(0), v.unbind(0), strict=True))
+    def gather(self, spans: list[tuple[int, int]]) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Per layer, the first `length` positions of each (slot, length), packed one after another
+        along the sequence axis: ([1, Hkv, sum of lengths, D]) * 2."""
+        out = []
+        for layer in range(self.k.shape[0]):
+            k = torch.cat([self.k[layer, slot, :, :n] for slot, n in spans], dim=1)
+            v = torch.cat([self.v[layer, slot, :, :n] for slot, n in spans], dim=1)
+            out.append((k[None], v[None]))
+        return out
 
     def write(
         self, slot: int, start: int, new_kv: list[tuple[torch.Tensor, torch.Tensor]], row: int, rows: slice
