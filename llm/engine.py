@@ -20,6 +20,7 @@ import torch
 from llm.checkpoint import Checkpoint, load_checkpoint
 from llm.kv_cache import KVCache
 from llm.params import GenerationParams
+from llm.prefix_cache import PrefixCache
 from llm.sequence import Chunk, Sequence, Work
 
 
@@ -51,7 +52,10 @@ class Engine:
         dtype: torch.dtype | None = None,
         max_batch: int = 8,
         max_len: int = 2048,
+        prefix_cache: int = 8,
     ):
+        """`prefix_cache`: how many finished prompts keep their keys/values for reuse by later prompts
+        that start the same way (block-attention models only; 0 turns reuse off)."""
         self.checkpoint = model if isinstance(model, Checkpoint) else load_checkpoint(model, device, dtype)
         self.model = self.checkpoint.model
         self.config = self.checkpoint.config
@@ -64,6 +68,7 @@ class Engine:
         self._lock = threading.Lock()
         self.total_forwards = 0
         self.last_batch_size = 0
+        self.prefixes = PrefixCache(prefix_cache if self.config.attention == "block" else 0)
 
     # -- requests -------------------------------------------------------------------------------
     def add_request(
@@ -102,6 +107,10 @@ class Engine:
             if chunk is not None:
                 chunks.append(chunk)
         for seq in [s for s in self.running if s.finished]:
+            if seq.params.cache == "block" and seq.cache_len >= seq.prompt_len:
+                self.prefixes.store(
+                    seq.canvas[: seq.prompt_len].tolist(), self.cache.read(seq.slot, seq.prompt_len)
+                )
             self._finish(seq)
         return chunks
 
@@ -120,6 +129,11 @@ class Engine:
                 seq = self.waiting.popleft()
                 seq.slot = self.cache.allocate()
                 seq.admitted_ns = now
+                if seq.params.cache == "block":
+                    n, kv = self.prefixes.lookup(seq.canvas[: seq.prompt_len].tolist())
+                    if kv is not None:
+                        self.cache.fill(seq.slot, kv, n)
+                        seq.cache_len = n
                 self.running.append(seq)
         return chunks
 

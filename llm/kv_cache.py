@@ -37,6 +37,19 @@ class KVCache:
             out.append((k[None], v[None]))
         return out
 
+    def read(self, slot: int, length: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """A copy of a slot's first `length` positions, per layer ([Hkv, length, D]) * 2."""
+        return [
+            (self.k[i, slot, :, :length].clone(), self.v[i, slot, :, :length].clone())
+            for i in range(len(self.k))
+        ]
+
+    def fill(self, slot: int, kv: list[tuple[torch.Tensor, torch.Tensor]], length: int) -> None:
+        """Put the first `length` positions of saved keys/values at the start of a slot."""
+        for i, (k, v) in enumerate(kv):
+            self.k[i, slot, :, :length] = k[:, :length]
+            self.v[i, slot, :, :length] = v[:, :length]
+
     def write(
         self, slot: int, start: int, new_kv: list[tuple[torch.Tensor, torch.Tensor]], row: int, rows: slice
     ) -> None:

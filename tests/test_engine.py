@@ -330,3 +330,18 @@ def test_generate_command_json(block_dir, capsys):
     assert out["token_ids"] == expected.token_ids
     assert len(out["commit_ms"]) == len(out["token_ids"]) and out["forwards"] == expected.forwards
     assert main(["generate", "--model", str(block_dir / "nope"), "--prompt", "x"]) == 2
+
+
+def test_prompt_prefix_reuse_is_exact(block_dir):
+    """A prompt that starts like an earlier one reuses its keys/values and decodes the same tokens."""
+    params = GenerationParams(gen_length=16, steps=16)
+    first = list(range(1, 21))
+    later = first[:15] + [40, 41, 42, 43]
+    reuse = Engine(block_dir, device="cpu")
+    fresh = Engine(block_dir, device="cpu", prefix_cache=0)
+    reuse.generate([first], params)
+    assert reuse.generate([later], params)[0].token_ids == fresh.generate([later], params)[0].token_ids
+    assert (reuse.prefixes.hits, reuse.prefixes.reused_tokens) == (1, 15)
+    assert reuse.generate([first], params)[0].token_ids == fresh.generate([first], params)[0].token_ids
+    assert reuse.prefixes.reused_tokens == 15 + 19  # all but the last prompt token
+    assert fresh.prefixes.hits == 0
