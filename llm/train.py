@@ -35,6 +35,7 @@ from llm.checkpoint import load_checkpoint, save_checkpoint
 from llm.config import ModelConfig
 from llm.data import make_examples
 from llm.model import Transformer
+from llm.prefix_cache import common_prefix_len
 from llm.tokenizer import Tokenizer
 
 
@@ -81,12 +82,7 @@ def build_tokenizer(out: Path, seed: int, n: int = 20000) -> Tokenizer:
 
 
 def common_prefix(seqs: list[list[int]]) -> int:
-    first = seqs[0]
-    n = min(len(s) for s in seqs)
-    for s in seqs[1:]:
-        while n and s[:n] != first[:n]:
-            n -= 1
-    return n
+    return min(common_prefix_len(tuple(seqs[0]), s) for s in seqs)
 
 
 class Batches:

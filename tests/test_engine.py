@@ -96,7 +96,8 @@ def stepwise_cache_agreement(engine: Engine, prompt: list[int], mode: str) -> tu
             block_start_canvas = seq.canvas.clone()
         work = seq.plan()
         cached = engine._run([work])[0]
-        full = engine.model.full_logits(seq.canvas[None])[0]
+        with torch.no_grad():
+            full = engine.model.full_logits(seq.canvas[None])[0]
         exact = full[work.targets - int(engine.config.shift_logits)]
         agree += int((cached.argmax(-1) == exact.argmax(-1)).sum())
         total += len(work.targets)
