@@ -19,7 +19,8 @@ from typing import Protocol
 from llm.async_engine import AsyncEngine
 from llm.params import GenerationParams
 from llm.reply import ReplyParser, ToolCall
-from llm.store import SYSTEM_PROMPT, TOOLS, Store
+from llm.spoken import parse_order_id
+from llm.store import SYSTEM_PROMPT, TOOLS, Store, order_id_argument
 
 
 @dataclass
@@ -108,6 +109,19 @@ class Agent:
         self.system_prompt = system_prompt
         self.max_tool_rounds = max_tool_rounds
 
+    def execute(self, call: ToolCall, messages: list[dict]) -> dict:
+        """Run a tool call. An order number the caller never said is not looked up (a small model can
+        invent one, and must not read out a stranger's order): it comes back as not found, so the
+        model asks the caller to repeat the number."""
+        if call.name == "lookup_order":
+            wanted = order_id_argument(call.arguments)
+            said = {
+                parse_order_id(m["content"]) for m in messages if m["role"] == "user" and m.get("content")
+            }
+            if wanted not in said:
+                return {"found": False, "order_id": wanted}
+        return self.store.execute(call.name, call.arguments)
+
     async def turn(
         self,
         user_text: str,
@@ -146,7 +160,7 @@ class Agent:
             for call in calls:
                 call.start_ns = time.monotonic_ns()
                 emit("tool_start", Delta("tool_call", call.start_ns, tool_call=call))
-                call.result = self.store.execute(call.name, call.arguments)
+                call.result = self.execute(call, messages)
                 call.end_ns = time.monotonic_ns()
                 emit("tool_end", Delta("tool_call", call.end_ns, tool_call=call))
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(call.result)})

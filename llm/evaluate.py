@@ -25,7 +25,7 @@ from llm.engine import Engine
 from llm.params import GenerationParams
 from llm.reply import split_reply
 from llm.spoken import parse_order_id
-from llm.store import STATUSES
+from llm.store import STATUSES, order_id_argument
 
 CARRIERS_AND_PHRASES = ["UPS", "USPS", "FedEx", "DHL", "your order", "should arrive", "December", "January"]
 ORDER_FACT_WORDS = [s.replace("_", " ") for s in STATUSES] + CARRIERS_AND_PHRASES
@@ -92,21 +92,14 @@ def score(engine: Engine, examples: list[Example], params: GenerationParams, set
                   statistics.median(times), len(tool_ok), len(ans_ok))  # fmt: skip
 
 
-def order_id_of(arguments: str) -> str | None:
-    try:
-        args = json.loads(arguments)
-    except json.JSONDecodeError:
-        return None
-    return args.get("order_id") if isinstance(args, dict) else None
-
-
 def asr_like(text: str) -> str:
     return re.sub(r"[^\w\s']", "", text.lower()).strip()
 
 
 def invented_order_facts(engine: Engine, params: GenerationParams, limit: int = 400) -> dict:
-    """Replies to real out-of-scope queries that state order facts nobody looked up, or look up a
-    number the caller never said."""
+    """Real out-of-scope queries: model replies that state order facts nobody looked up or look up a
+    number the caller never said (`invented_rate`), and agent answers, as the caller hears them, that
+    state order facts no tool call found (`agent_invented_rate`)."""
     from llm.store import SYSTEM_PROMPT
 
     queries = [q for q in real_queries() if q["out_of_scope"]][:limit]
@@ -127,7 +120,9 @@ def invented_order_facts(engine: Engine, params: GenerationParams, limit: int = 
             content, calls = split_reply(tok, gen.token_ids)
             tool_calls += bool(calls)
             said_id = parse_order_id(asr_like(q["text"]))
-            bad_call = any(c.name == "lookup_order" and order_id_of(c.arguments) != said_id for c in calls)
+            bad_call = any(
+                c.name == "lookup_order" and order_id_argument(c.arguments) != said_id for c in calls
+            )
             facts = not calls and any(w.lower() in content.lower() for w in ORDER_FACT_WORDS)
             invented += bad_call or facts
             refused += "can't help" in content
@@ -137,7 +132,33 @@ def invented_order_facts(engine: Engine, params: GenerationParams, limit: int = 
         "invented_rate": invented / n,
         "polite_refusal_rate": refused / n,
         "tool_call_rate": tool_calls / n,
+        "agent_invented_rate": agent_invented(engine, [asr_like(q["text"]) for q in queries], params) / n,
     }
+
+
+def agent_invented(engine: Engine, texts: list[str], params: GenerationParams) -> int:
+    """What the caller would hear: full agent turns (tools included); an answer invents order facts
+    when it states one and no tool call found anything."""
+    import asyncio
+
+    from llm.agent import Agent, EngineChat
+    from llm.async_engine import AsyncEngine
+
+    aengine = AsyncEngine(engine)
+    agent = Agent(EngineChat(aengine, params))
+
+    async def run() -> int:
+        count = 0
+        for text in texts:
+            result = await agent.turn(text)
+            found = any((c.result or {}).get("found") for c in result.tool_calls)
+            count += not found and any(w.lower() in result.answer.lower() for w in ORDER_FACT_WORDS)
+        return count
+
+    try:
+        return asyncio.run(run())
+    finally:
+        aengine.close()
 
 
 def sweep(model_dir, ar_dir, n: int, out: Path) -> dict:

@@ -526,6 +526,16 @@ class Store:
         return {"error": f"unknown tool: {name}"}
 
 
+def order_id_argument(arguments: dict | str) -> str | None:
+    """The order_id of a lookup_order call's arguments, or None when they do not parse."""
+    try:
+        args = json.loads(arguments) if isinstance(arguments, str) else arguments
+    except json.JSONDecodeError:
+        return None
+    value = args.get("order_id") if isinstance(args, dict) else None
+    return None if value is None else str(value)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="Regenerate the bundled store database.")
     ap.add_argument("--out", default=str(DEFAULT_DB))
