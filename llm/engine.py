@@ -19,6 +19,7 @@ import torch
 
 from llm.checkpoint import Checkpoint, load_checkpoint
 from llm.kv_cache import KVCache
+from llm.layers.attention import Packed
 from llm.params import GenerationParams
 from llm.prefix_cache import PrefixCache
 from llm.sequence import Chunk, Sequence, Work
@@ -143,27 +144,29 @@ class Engine:
 
     def _run(self, works: list[Work]) -> list[torch.Tensor]:
         """One forward pass over every running request, packed into a single row with no padding
-        (a request's prefill costs only its own tokens): each request's queries see only its own
+        (a request's prefill costs only its own tokens); attention runs per request over its own
         cached keys and queries. Returns each request's logits for its target rows."""
         device = self.model.device
         q_lens = [w.ids.numel() for w in works]
         p_lens = [w.cache_len for w in works]
         q_off = [sum(q_lens[:i]) for i in range(len(works))]
         p_off = [sum(p_lens[:i]) for i in range(len(works))]
-        q_all, p_all = sum(q_lens), sum(p_lens)
+        p_all = sum(p_lens)
         ids = torch.cat([w.ids for w in works])[None]
         positions = torch.cat([w.positions for w in works])[None]
-        mask = torch.zeros((1, 1, q_all, p_all + q_all), dtype=torch.bool)
+        segments, masks = [], []
         for w, q, qo, po in zip(works, q_lens, q_off, p_off, strict=True):
-            rows = mask[0, 0, qo : qo + q]
-            rows[:, po : po + w.cache_len] = True
+            mask = torch.zeros((1, 1, q, w.cache_len + q), dtype=torch.bool)
+            mask[0, 0, :, : w.cache_len] = True
             if w.hidden is not None:
-                rows[:, po + w.hidden[0] : po + w.hidden[1]] = False
-            rows[:, p_all + qo : p_all + qo + q] = w.block_ids[None, :] <= w.block_ids[:, None]
+                mask[0, 0, :, w.hidden[0] : w.hidden[1]] = False
+            mask[0, 0, :, w.cache_len :] = w.block_ids[None, :] <= w.block_ids[:, None]
+            segments.append((qo, qo + q, po, po + w.cache_len))
+            masks.append(mask.to(device))
         spans = [(seq.slot, w.cache_len) for seq, w in zip(self.running, works, strict=True)]
         past = self.cache.gather(spans) if p_all else None
         with torch.inference_mode():
-            hidden, new_kv = self.model(ids.to(device), positions.to(device), mask.to(device), past)
+            hidden, new_kv = self.model(ids.to(device), positions.to(device), Packed(segments, masks), past)
             for seq, w, qo in zip(self.running, works, q_off, strict=True):
                 if w.persist is not None:
                     a, z = w.persist
