@@ -85,7 +85,6 @@ class Sequence:
         self.forwards = 0
         self.steps = 0
         self.slot: int | None = None
-        self.cancelled = False
         self.finished = False
         self.finish_reason: str | None = None
         self.arrival_ns = time.monotonic_ns()
