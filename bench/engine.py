@@ -127,9 +127,7 @@ def bench_bundled(repeats: int) -> None:
         else None
     )
     tok = engine.tokenizer
-    prompts = [
-        tok.encode(tok.apply_chat_template(e.messages)) for e in make_examples(24, seed=7, split="heldout")
-    ]
+    prompts = [tok.encode_chat(e.messages) for e in make_examples(24, seed=7, split="heldout")]
     print(f"\nbundled model, {len(prompts)} held-out support-line prompts (answers of ~10-30 tokens)")
     rows = {}
     for name, eng, params in (

@@ -47,7 +47,7 @@ class EngineChat:
         self.params = params or GenerationParams(gen_length=64)
 
     async def chat(self, messages: list[dict], tools: list[dict]) -> AsyncIterator[Delta]:
-        prompt = self.tokenizer.encode(self.tokenizer.apply_chat_template(messages, tools=tools))
+        prompt = self.tokenizer.encode_chat(messages, tools)
         parser = ReplyParser(self.tokenizer)
         last = None
         async for chunk in self.engine.stream(prompt, self.params):

@@ -74,7 +74,7 @@ def judge(engine: Engine, example: Example, token_ids: list[int]) -> tuple[bool,
 def score(engine: Engine, examples: list[Example], params: GenerationParams, setting: str, batch: int = 16,
           timed: int = 20) -> Scores:  # fmt: skip
     tok = engine.tokenizer
-    prompts = [tok.encode(tok.apply_chat_template(e.messages)) for e in examples]
+    prompts = [tok.encode_chat(e.messages) for e in examples]
     tool_ok, ans_ok, exact = [], [], []
     tokens = forwards = 0
     for i in range(0, len(prompts), batch):
@@ -113,7 +113,7 @@ def invented_order_facts(engine: Engine, params: GenerationParams, limit: int = 
             {"role": "system", "content": SYSTEM_PROMPT},
             {"role": "user", "content": asr_like(q["text"])},
         ]
-        examples.append((q, tok.encode(tok.apply_chat_template(msgs))))
+        examples.append((q, tok.encode_chat(msgs)))
     for i in range(0, len(examples), 16):
         part = examples[i : i + 16]
         for (q, _), gen in zip(part, engine.generate([p for _, p in part], params), strict=True):

@@ -52,7 +52,6 @@ async def one_request(client: AsyncOpenAI, model: str, messages: list[dict], ext
             first = first or now
         if delta.content:
             answer = answer or now
-            tokens = tokens or 0
     done = time.monotonic_ns()
     ms = lambda t: math.inf if t is None else (t - start) / 1e6  # noqa: E731
     return {"ttft": ms(first), "ttfat": ms(answer), "done": ms(done), "tokens": tokens,

@@ -83,7 +83,6 @@ class Sequence:
         self.emitted = 0  # answer tokens already streamed
         self.stopped = False  # end-of-sequence is in the streamed prefix: nothing after it counts
         self.forwards = 0
-        self.steps = 0
         self.slot: int | None = None
         self.finished = False
         self.finish_reason: str | None = None
@@ -93,6 +92,11 @@ class Sequence:
         self.generator = None
         if params.seed is not None:
             self.generator = torch.Generator().manual_seed(params.seed)
+
+    @property
+    def steps(self) -> int:
+        """Denoising steps taken: each is exactly one forward pass for this request."""
+        return self.forwards
 
     # -- geometry -------------------------------------------------------------------------------
     @property
@@ -174,7 +178,6 @@ class Sequence:
             self.commit_ns[pos] = now_ns
         self.prefill_ns = self.prefill_ns or now_ns
         self.forwards += 1
-        self.steps += 1
         self.step_in_block += 1
         if not bool((self.canvas[work.targets] == self.cfg.mask_token_id).any()):
             self._next_block()

@@ -152,7 +152,7 @@ def create_app(
             return error(400, f"malformed JSON: {e}")
         try:
             messages, tools, params, stream, max_tokens = parse_request(body, cfg, limits)
-            prompt = tok.encode(tok.apply_chat_template(messages, tools=tools))
+            prompt = tok.encode_chat(messages, tools)
         except (BadRequest, ValueError, KeyError, TypeError) as e:
             return error(400, str(e))
         if len(prompt) > limits.max_prompt_tokens:

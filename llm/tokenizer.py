@@ -43,6 +43,12 @@ class Tokenizer:
     def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:
         return self._tok.decode(list(ids), skip_special_tokens=skip_special_tokens)
 
+    def encode_chat(
+        self, messages: list[dict], tools: list[dict] | None = None, add_generation_prompt: bool = True
+    ) -> list[int]:
+        """Token ids of a conversation rendered with the chat template."""
+        return self.encode(self.apply_chat_template(messages, tools, add_generation_prompt))
+
     def apply_chat_template(
         self, messages: list[dict], tools: list[dict] | None = None, add_generation_prompt: bool = True
     ) -> str:

@@ -63,8 +63,8 @@ class TrainConfig:
 
 
 def render(tok: Tokenizer, messages: list[dict], target: dict) -> tuple[list[int], list[int]]:
-    prompt = tok.encode(tok.apply_chat_template(messages))
-    full = tok.encode(tok.apply_chat_template([*messages, target], add_generation_prompt=False))
+    prompt = tok.encode_chat(messages)
+    full = tok.encode_chat([*messages, target], add_generation_prompt=False)
     assert full[: len(prompt)] == prompt, "chat template does not extend the prompt"
     return prompt, full[len(prompt) :]
 

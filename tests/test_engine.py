@@ -39,16 +39,14 @@ def block_dir(tmp_path_factory):
 
 def chat_prompt(engine: Engine, text: str) -> list[int]:
     tok = engine.tokenizer
-    return tok.encode(tok.apply_chat_template([{"role": "user", "content": text}]))
+    return tok.encode_chat([{"role": "user", "content": text}])
 
 
 @pytest.mark.parametrize("layout", ["llada", "dream"])
 def test_layouts_load_and_match_plain_implementation(layout, llada_dir, dream_dir):
     path = llada_dir if layout == "llada" else dream_dir
     ckpt = load_checkpoint(path, device="cpu")
-    ids = ckpt.tokenizer.encode(
-        ckpt.tokenizer.apply_chat_template([{"role": "user", "content": "where is my order"}])
-    )
+    ids = ckpt.tokenizer.encode_chat([{"role": "user", "content": "where is my order"}])
     assert ckpt.tokenizer.decode(ids, skip_special_tokens=False).endswith(
         "assistant<|end_header_id|>\n\n" if layout == "llada" else "<|im_start|>assistant\n"
     )

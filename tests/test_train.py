@@ -42,9 +42,7 @@ def test_short_training_runs_lower_the_loss_and_write_loadable_checkpoints(ar_di
         ckpt = load_checkpoint(path, device="cpu")
         assert ckpt.config.block_size == block and ckpt.config.attention == "block"
         engine = Engine(ckpt)
-        prompt = engine.tokenizer.encode(
-            engine.tokenizer.apply_chat_template([{"role": "user", "content": "hi"}])
-        )
+        prompt = engine.tokenizer.encode_chat([{"role": "user", "content": "hi"}])
         gen = engine.generate([prompt], GenerationParams(gen_length=16, steps=16))[0]
         assert gen.forwards >= 1
     assert json.loads((diffusion_dir / "train_info.json").read_text())["init"] == str(ar_dir)

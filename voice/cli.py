@@ -53,7 +53,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     elif args.raw:
         prompt = tok.encode(args.prompt)
     else:
-        prompt = tok.encode(tok.apply_chat_template([{"role": "user", "content": args.prompt}]))
+        prompt = tok.encode_chat([{"role": "user", "content": args.prompt}])
     params = decoding_params(args)
     if args.json:
         (gen,) = engine.generate([prompt], params)
