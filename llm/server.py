@@ -146,6 +146,10 @@ def create_app(
         start = time.monotonic_ns()
         if api_key and request.headers.get("authorization") != f"Bearer {api_key}":
             return error(401, "invalid or missing API key", "authentication_error")
+        if active["n"] >= limits.max_concurrent:
+            return error(
+                429, f"server is at its limit of {limits.max_concurrent} concurrent requests", "rate_limit"
+            )
         try:
             body = json.loads(await request.body())
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -153,14 +157,10 @@ def create_app(
         try:
             messages, tools, params, stream, max_tokens = parse_request(body, cfg, limits)
             prompt = tok.encode_chat(messages, tools)
-        except (BadRequest, ValueError, KeyError, TypeError) as e:
+        except (ValueError, KeyError, TypeError) as e:  # BadRequest is a ValueError
             return error(400, str(e))
         if len(prompt) > limits.max_prompt_tokens:
             return error(400, f"prompt is {len(prompt)} tokens; the limit is {limits.max_prompt_tokens}")
-        if active["n"] >= limits.max_concurrent:
-            return error(
-                429, f"server is at its limit of {limits.max_concurrent} concurrent requests", "rate_limit"
-            )
         rid = f"chatcmpl-{uuid.uuid4().hex[:16]}"
         active["n"] += 1
         events = completion_events(rid, prompt, params, max_tokens, start)
