@@ -128,8 +128,10 @@ class Agent:
         history: list[dict] | None = None,
         on_event: Callable[[str, Delta], None] | None = None,
     ) -> TurnResult:
-        """One caller turn. `on_event(name, delta)` sees every delta as it arrives (name: first_token,
-        content, tool_start, tool_end, answer_start, done) for live timing; the result holds them all."""
+        """One caller turn. `on_event(name, delta)` sees every step as it happens, for live timing:
+        llm_request (each LLM call), first_token, content, tool_start, tool_end, answer (once the last
+        call is known to be the answer, with the time of its first content delta), done. The result
+        holds them all."""
         emit = on_event or (lambda name, delta: None)
         result = TurnResult(user_text, request_ns=time.monotonic_ns())
         messages = [{"role": "system", "content": self.system_prompt}, *(history or []),
@@ -137,6 +139,7 @@ class Agent:
         for round_ in range(self.max_tool_rounds + 1):
             content, calls, first_content = "", [], None
             result.llm_calls += 1
+            emit("llm_request", Delta("request", time.monotonic_ns()))
             async for delta in self.llm.chat(messages, TOOLS):
                 if result.first_token_ns is None and delta.kind != "done":
                     result.first_token_ns = delta.t_ns
@@ -152,6 +155,8 @@ class Agent:
             if not calls or round_ == self.max_tool_rounds:
                 result.answer = content.strip()
                 result.first_answer_token_ns = first_content
+                if first_content:
+                    emit("answer", Delta("content", first_content, result.answer))
                 break
             result.filler = (result.filler + " " + content).strip()
             messages.append({"role": "assistant", "content": content, "tool_calls": [

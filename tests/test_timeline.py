@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from voice.timeline import Timeline, TurnRecord, VirtualClock
+from voice.timeline import CallClock, Timeline, TurnRecord
 
 MS = 1_000_000
 
 
 def test_metrics_are_measured_from_t0_on_one_clock():
-    clock = VirtualClock(5_000 * MS)
-    tl = Timeline("call-1", clock)
+    now = [5_000 * MS]
+    tl = Timeline("call-1", lambda: now[0])
     seen = []
     tl.observers.append(seen.append)
     tl.emit(0, "t0", t_ns=4_800 * MS)  # recovered from frame counts, before the endpoint decision
@@ -29,7 +29,7 @@ def test_metrics_are_measured_from_t0_on_one_clock():
         ("first_useful_audio_heard", 5_600),
         ("last_audio_heard", 8_000),
     ]:
-        clock.now_ns = at * MS
+        now[0] = at * MS
         tl.emit(0, name)
     record = tl.turns[0]
     ms = record.ms()
@@ -71,3 +71,12 @@ def test_order_violations_are_reported():
         "asr_final before endpoint",
         "first_useful_audio_heard before first_useful_token",
     ]
+
+
+def test_call_clock_skips_only_forward_and_converts_monotonic_times():
+    clock = CallClock()
+    before = clock()
+    clock.skip(2_000 * MS)
+    clock.skip(-5 * MS)  # never backwards
+    assert clock() - before >= 2_000 * MS and clock.skipped_ns == 2_000 * MS
+    assert clock.from_monotonic(7) == 7 + 2_000 * MS

@@ -145,6 +145,87 @@ def cmd_bench_llm(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_replay(args: argparse.Namespace) -> int:
+    import asyncio
+    import contextlib
+    import time
+    from dataclasses import asdict
+    from pathlib import Path
+
+    from asr.whisper import Transcriber
+    from llm.agent import Agent
+    from llm.client import OpenAIChat, ServerProcess
+    from tts.piper import Synthesizer
+    from voice.environment import environment
+    from voice.pipeline import Settings, Stages
+    from voice.replay import find_calls, run
+    from voice.report import text_report
+    from voice.turns import VadConfig
+
+    channel = args.channel if args.channel == "auto" else int(args.channel)
+    calls = find_calls(args.paths, channel)
+    vad = VadConfig(args.vad_aggressiveness, args.vad_frame_ms, args.vad_start_ms, end_ms=args.vad_end_ms)
+    vad.validate(16000)
+    settings = Settings(args.mode, vad, args.turn_timeout, args.playback_latency_ms)
+    settings.validate()
+    out = Path(args.out or time.strftime("runs/replay-%Y%m%d-%H%M%S"))
+    extra = {k: v for k, v in [("threshold", args.threshold), ("steps", args.steps),
+                               ("block_length", args.block_length)] if v is not None}  # fmt: skip
+    with contextlib.ExitStack() as stack:
+        url = args.llm_url
+        if url is None:
+            print(
+                f"ttfat: starting the LLM server ({args.llm_model}) on a free loopback port", file=sys.stderr
+            )
+            url = stack.enter_context(ServerProcess(args.llm_model))
+        llm = OpenAIChat(url, api_key=args.api_key, extra=extra, max_tokens=args.max_tokens)
+        transcriber = Transcriber(args.asr_model)
+        stages = Stages(transcriber, Agent(llm), Synthesizer())
+        llm_info = {"url": args.llm_url or f"ttfat serve --model {args.llm_model} (started by replay)",
+                    "max_tokens": args.max_tokens, "decoding": extra or "model defaults"}  # fmt: skip
+        asr_info = {"model": str(transcriber.path), "device": transcriber.device,
+                    "compute": transcriber.compute_type}  # fmt: skip
+        env = environment(
+            mode=args.mode,
+            concurrency=args.concurrency,
+            llm=llm_info,
+            asr=asr_info,
+            tts={"voice": str(stages.synthesizer.path)},
+            settings=asdict(settings),
+            inputs=args.paths,
+        )
+        summary = asyncio.run(run(calls, stages, settings, out, args.concurrency, env))
+    print(text_report(summary))
+    print(f"\nrun directory: {out}  (ttfat report {out} --html report.html)")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from voice.report import summarize, text_report
+    from voice.runlog import read_run
+
+    turns, saved = read_run(args.run)
+    summary = summarize(turns, saved.get("environment"))
+    if args.html:
+        from pathlib import Path
+
+        from voice.html import html_report
+
+        Path(args.html).write_text(html_report(turns, summary))
+        print(f"ttfat: wrote {args.html}", file=sys.stderr)
+    print(json.dumps(summary, indent=2) if args.json else text_report(summary))
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from voice.report import compare_report, summarize
+    from voice.runlog import read_run
+
+    (a, env_a), (b, env_b) = (read_run(d) for d in (args.a, args.b))
+    print(compare_report(summarize(a), summarize(b), args.a, args.b))
+    return 0
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from llm.train import main as train_main
 
@@ -234,6 +315,65 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_bench_llm)
 
     p = sub.add_parser(
+        "replay",
+        help="replay call recordings through the voice pipeline and report TTFAT",
+        description="Replay recordings (files, folders, manifests; WAV FLAC MP3 OGG, any rate, mono or "
+        "stereo) through turn detection, ASR, the agent on the LLM server, TTS and a simulated speaker, and "
+        "write turns.jsonl, events.jsonl and summary.json. Example: ttfat replay recordings/ --mode fast",
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="audio files, folders or manifest.jsonl files")
+    p.add_argument(
+        "--mode",
+        choices=["realtime", "fast"],
+        default="realtime",
+        help="realtime feeds audio at wall-clock pace (faithful); fast skips waiting for audio",
+    )
+    p.add_argument("--concurrency", type=int, default=1, help="calls replayed at once (default 1)")
+    p.add_argument("--out", help="run directory (default runs/replay-DATE-TIME)")
+    p.add_argument("--channel", default="auto", help="caller channel of stereo files: auto (loudest), 0, 1")
+    g = p.add_argument_group("LLM")
+    g.add_argument(
+        "--llm-url", help="an OpenAI-compatible base URL; default: start ttfat serve on a free port"
+    )
+    g.add_argument(
+        "--llm-model", default="bundled", help="model for the local server: bundled, bundled-ar, DIR"
+    )
+    g.add_argument("--api-key", default="none")
+    g.add_argument("--max-tokens", type=int, default=64, help="answer token budget (default 64)")
+    g.add_argument("--threshold", type=float, help="decoding threshold sent with each request")
+    g.add_argument("--steps", type=int, help="denoising steps sent with each request")
+    g.add_argument("--block-length", type=int, help="block length sent with each request")
+    g = p.add_argument_group("turn detection, ASR, playback")
+    g.add_argument("--vad-aggressiveness", type=int, default=3, help="webrtcvad mode 0-3 (default 3)")
+    g.add_argument("--vad-frame-ms", type=int, default=30, help="10, 20 or 30 (default 30)")
+    g.add_argument("--vad-start-ms", type=int, default=150, help="voiced window that starts a turn (150)")
+    g.add_argument("--vad-end-ms", type=int, default=300, help="unvoiced window that ends a turn (300)")
+    g.add_argument("--asr-model", default="tiny.en", help="tiny.en (bundled), base, or a CTranslate2 dir")
+    g.add_argument("--turn-timeout", type=float, default=20.0, help="seconds from endpoint to answer (20)")
+    g.add_argument("--playback-latency-ms", type=float, default=0.0, help="simulated output latency (0)")
+    p.set_defaults(func=cmd_replay)
+
+    p = sub.add_parser(
+        "report",
+        help="TTFAT and first-useful-audio percentiles, stages, quality, environment of a run",
+        description="Print the report of a run directory (failed turns count as never answered). "
+        "Example: ttfat report runs/replay-... --html report.html",
+    )
+    p.add_argument("run", help="run directory (from ttfat replay, talk or collect)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--html", metavar="FILE", help="also write an HTML report with waterfall and CDF plots")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser(
+        "compare",
+        help="two runs side by side with ratios (e.g. diffusion vs autoregressive twin)",
+        description="Example: ttfat compare runs/diffusion runs/ar",
+    )
+    p.add_argument("a", metavar="DIR_A")
+    p.add_argument("b", metavar="DIR_B")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser(
         "train", help="train the bundled models (see python -m llm.train --help)", add_help=False
     )
     p.add_argument("train_args", nargs=argparse.REMAINDER)
@@ -250,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     except CheckpointError as e:
         print(f"ttfat: {e}", file=sys.stderr)
         return 2
-    except ValueError as e:
+    except (ValueError, FileNotFoundError) as e:
         print(f"ttfat: {e}", file=sys.stderr)
         return 2
 

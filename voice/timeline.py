@@ -48,18 +48,23 @@ METRICS = {
 STATUSES = ("ok", "timeout", "error", "no_answer")
 
 
-class VirtualClock:
-    """Replay's fast mode: time advances with the audio fed, plus real compute time measured around
-    each stage by the caller (`advance`)."""
+class CallClock:
+    """One call's clock: the monotonic clock plus the audio waits that fast replay skipped. Compute is
+    always real; fast mode only skips waiting for audio while no turn is being processed, so durations
+    measured inside a turn are the same as in realtime mode. Times from code that reads
+    `time.monotonic_ns()` itself (the LLM client, tools) convert with `from_monotonic`."""
 
-    def __init__(self, start_ns: int = 0):
-        self.now_ns = start_ns
+    def __init__(self):
+        self.skipped_ns = 0
 
     def __call__(self) -> int:
-        return self.now_ns
+        return time.monotonic_ns() + self.skipped_ns
 
-    def advance(self, ns: int) -> None:
-        self.now_ns += ns
+    def skip(self, ns: int) -> None:
+        self.skipped_ns += max(0, ns)
+
+    def from_monotonic(self, t_ns: int) -> int:
+        return t_ns + self.skipped_ns
 
 
 @dataclass
@@ -84,6 +89,7 @@ class TurnRecord:
     answer: str = ""
     tool_calls: list[dict] = field(default_factory=list)
     anchors: dict[str, int] = field(default_factory=dict)  # anchor -> t_ns on the call's clock
+    info: dict = field(default_factory=dict)  # stage details kept in the record (speech span, reference)
 
     def ms(self) -> dict[str, float | None]:
         """Every metric in milliseconds from t0; None where the anchor was never reached."""
@@ -120,6 +126,7 @@ class TurnRecord:
             "tool_calls": self.tool_calls,
             **self.ms(),
             "order_violations": self.order_violations(),
+            **self.info,
         }
 
 

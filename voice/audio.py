@@ -1,0 +1,109 @@
+"""Audio in and out: decoding any file into 16 kHz mono, and the simulated playback device of replay.
+
+Decoding goes through PyAV (FFmpeg; already a faster-whisper dependency), so WAV, FLAC, MP3 and OGG at
+any sample rate work the same way; resampling uses soxr (never linear interpolation, which aliases).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+RATE = 16000  # what the turn detector and the ASR take
+AUDIO_SUFFIXES = (".wav", ".flac", ".mp3", ".ogg", ".oga", ".opus", ".m4a")
+
+
+class AudioError(ValueError):
+    """A file that cannot be used as caller audio; the message says why."""
+
+
+@dataclass
+class Audio:
+    samples: np.ndarray  # float32 mono in [-1, 1] at RATE
+    source_rate: int
+    channels: int
+    channel: int | None  # the caller channel used (None: mono source)
+    path: str = ""
+
+    @property
+    def seconds(self) -> float:
+        return len(self.samples) / RATE
+
+
+def resample(samples: np.ndarray, rate: int, to: int = RATE) -> np.ndarray:
+    import soxr
+
+    return samples if rate == to else soxr.resample(samples, rate, to, quality="HQ").astype(np.float32)
+
+
+def pick_channel(planar: np.ndarray, channel: int | str) -> int:
+    """The caller's channel of a multichannel file: given, or the loudest one ("auto")."""
+    if channel == "auto":
+        return int(np.argmax(np.sqrt(np.mean(planar.astype(np.float64) ** 2, axis=1))))
+    if not 0 <= int(channel) < len(planar):
+        raise AudioError(f"channel {channel} asked for, but the file has {len(planar)} channel(s)")
+    return int(channel)
+
+
+def load_audio(path: str | Path, channel: int | str = "auto") -> Audio:
+    """Decode a file into 16 kHz mono float32. Raises AudioError for a missing, unreadable, corrupt or
+    empty file."""
+    import av
+
+    path = Path(path)
+    if not path.is_file():
+        raise AudioError(f"{path}: no such file")
+    try:
+        with av.open(str(path)) as container:
+            if not container.streams.audio:
+                raise AudioError(f"{path}: no audio stream in this file")
+            stream = container.streams.audio[0]
+            rate = stream.rate or stream.codec_context.sample_rate
+            frames = [f.to_ndarray() for f in container.decode(stream)]
+            planar_format = frames[0].ndim == 2 and stream.format.is_planar if frames else True
+    except AudioError:
+        raise
+    except (av.error.FFmpegError, UnicodeDecodeError, IndexError, ValueError) as e:
+        raise AudioError(f"{path}: cannot decode ({type(e).__name__}: {e}); corrupt or not audio") from e
+    if not frames or sum(f.shape[-1] for f in frames) == 0:
+        raise AudioError(f"{path}: the file holds no audio samples")
+    channels = stream.codec_context.channels or 1
+    data = np.concatenate(frames, axis=-1)
+    if not planar_format:  # packed: one row of interleaved samples
+        data = data.reshape(-1, channels).T
+    data = _to_float(data)
+    picked = pick_channel(data, channel) if channels > 1 else None
+    mono = data[picked if picked is not None else 0]
+    if not np.all(np.isfinite(mono)):
+        raise AudioError(f"{path}: the audio holds NaN or infinite samples")
+    return Audio(resample(mono, rate), rate, channels, picked, str(path))
+
+
+def _to_float(data: np.ndarray) -> np.ndarray:
+    if data.dtype.kind == "f":
+        return data.astype(np.float32)
+    scale = float(np.iinfo(data.dtype).max) + 1
+    if data.dtype.kind == "u":  # 8-bit PCM is unsigned around 128
+        return ((data.astype(np.float32) - scale / 2) / (scale / 2)).astype(np.float32)
+    return (data.astype(np.float32) / scale).astype(np.float32)
+
+
+def to_pcm16(samples: np.ndarray) -> bytes:
+    return (np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes()
+
+
+class SimulatedSpeaker:
+    """Replay's playback device: it plays each piece of audio when it arrives (plus the output latency)
+    or when the previous piece ends, at real-time rate. It never blocks; it says when each piece is
+    heard, on the call's clock."""
+
+    def __init__(self, latency_ms: float = 0.0):
+        self.latency_ns = int(latency_ms * 1e6)
+        self.busy_until_ns = 0
+
+    def play(self, seconds: float, written_ns: int) -> tuple[int, int]:
+        start = max(written_ns + self.latency_ns, self.busy_until_ns)
+        self.busy_until_ns = start + int(seconds * 1e9)
+        return start, self.busy_until_ns

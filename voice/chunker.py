@@ -1,0 +1,100 @@
+"""Streamed answer text -> clauses for TTS, each marked filler or useful.
+
+piper speaks one sentence at a time, so waiting for the whole answer would waste the LLM's streaming.
+A clause ends at . ! ? (not inside a number such as 4.99), or at , ; : once it has `min_words` words.
+A *filler* clause ("Sure.", "One moment.", "Let me check that.") carries no answer: the first clause
+that is not filler is where the first *useful* token and the first *useful* audio are (DESIGN.md §2).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+FILLERS = (
+    "sure",
+    "okay",
+    "ok",
+    "alright",
+    "all right",
+    "right",
+    "certainly",
+    "of course",
+    "got it",
+    "one moment",
+    "one second",
+    "just a moment",
+    "just a second",
+    "hold on",
+    "give me a second",
+    "let me check",
+    "let me check that",
+    "let me check that for you",
+    "let me look",
+    "let me look that up",
+    "let me look up that order",
+    "let me look that up for you",
+    "let me see",
+    "well",
+    "so",
+    "hmm",
+    "um",
+    "uh",
+)
+_FILLER_SET = set(FILLERS)
+# after a digit, "." may be a decimal point still streaming in ("4." then "99"): wait for a space
+_END = re.compile(r"(?<!\d)[.!?](?=\s|$)|(?<=\d)[.!?](?=\s)")
+_SOFT = re.compile(r"[,;:](?=\s|$)")
+
+
+def is_filler(text: str) -> bool:
+    words = re.sub(r"[^a-z' ]", " ", text.lower()).split()
+    return " ".join(words) in _FILLER_SET or not words
+
+
+@dataclass
+class Clause:
+    text: str
+    first_token_ns: int  # arrival of the text's first character (on the call's clock)
+    round: int  # which LLM call of the turn produced it (the last one is the answer)
+    filler: bool
+
+
+class Chunker:
+    """`feed(text, t_ns, round)` returns the clauses completed by this piece; `flush()` the rest."""
+
+    def __init__(self, min_words: int = 4):
+        self.min_words = min_words
+        self.buffer = ""
+        self.first_ns: int | None = None
+        self.round = 0
+
+    def feed(self, text: str, t_ns: int, round_: int = 0) -> list[Clause]:
+        out = []
+        if round_ != self.round:  # a new LLM call never continues the last one's clause
+            out += self.flush()
+            self.round = round_
+        if not self.buffer.strip():
+            self.first_ns = t_ns
+        self.buffer += text
+        while cut := self._cut():
+            out.append(self._clause(self.buffer[:cut]))
+            self.buffer = self.buffer[cut:]
+            self.first_ns = t_ns
+        return out
+
+    def flush(self) -> list[Clause]:
+        rest, self.buffer = self.buffer, ""
+        return [self._clause(rest)] if rest.strip() else []
+
+    def _cut(self) -> int:
+        """End of the first complete clause in the buffer, or 0."""
+        hard = _END.search(self.buffer)
+        limit = hard.end() if hard else len(self.buffer) + 1
+        for m in _SOFT.finditer(self.buffer, 0, limit):
+            if len(self.buffer[: m.start()].split()) >= self.min_words:
+                return m.end()
+        return hard.end() if hard else 0
+
+    def _clause(self, text: str) -> Clause:
+        return Clause(text.strip(), self.first_ns or 0, self.round, is_filler(text))

@@ -1,0 +1,172 @@
+"""`ttfat replay`: call recordings through the pipeline, N at a time, into a run directory.
+
+Inputs are audio files, folders (their `manifest.jsonl` when there is one, else every audio file) or
+manifests. With a manifest each detected turn is matched to its reference turn by overlap, so the
+report can score quality and the turn detector's t0 error; a reference turn the detector missed is
+recorded as a failed turn, and a file that cannot be read as a failed call: nothing is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from voice.audio import AUDIO_SUFFIXES, RATE, AudioError, load_audio
+from voice.pipeline import Call, Settings, Stages
+from voice.runlog import RunLog
+from voice.timeline import TurnRecord
+from voice.turns import Turn
+
+
+@dataclass
+class CallInput:
+    name: str
+    path: Path
+    channel: int | str = "auto"
+    reference: list[dict] | None = None  # the manifest's turns
+
+
+def read_manifest(path: Path) -> list[CallInput]:
+    calls = []
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+            channel = entry.get("caller_channel", "auto")
+            calls.append(CallInput(entry["call"], path.parent / entry["file"], channel, entry.get("turns")))
+        except (json.JSONDecodeError, KeyError, TypeError) as e:
+            raise ValueError(f"{path}:{n}: not a manifest line ({e})") from e
+    return calls
+
+
+def find_calls(paths: list[str], channel: int | str = "auto") -> list[CallInput]:
+    """Files, folders and manifests -> calls, in a stable order with unique names."""
+    calls: list[CallInput] = []
+    for p in map(Path, paths):
+        if p.is_dir() and (p / "manifest.jsonl").is_file():
+            calls += read_manifest(p / "manifest.jsonl")
+        elif p.is_dir():
+            found = sorted(f for f in p.rglob("*") if f.suffix.lower() in AUDIO_SUFFIXES)
+            if not found:
+                raise ValueError(f"{p}: no audio files ({', '.join(AUDIO_SUFFIXES)}) in this folder")
+            calls += [CallInput(f.stem, f, channel) for f in found]
+        elif p.suffix == ".jsonl":
+            calls += read_manifest(p)
+        else:  # a file (a missing or unreadable one becomes a failed call, not a crash)
+            calls.append(CallInput(p.stem, p, channel))
+    seen: dict[str, int] = {}
+    for c in calls:
+        seen[c.name] = seen.get(c.name, 0) + 1
+        if seen[c.name] > 1:
+            c.name = f"{c.name}-{seen[c.name]}"
+    return calls
+
+
+class References:
+    """Matches detected turns to a call's reference turns by time overlap."""
+
+    def __init__(self, turns: list[dict] | None):
+        self.turns = turns or []
+        self.used: set[int] = set()
+
+    def annotate(self, turn: Turn) -> dict:
+        start, end = turn.start / RATE, turn.end / RATE
+        overlap = lambda r: min(end, r["speech_end_s"]) - max(start, r["speech_start_s"])  # noqa: E731
+        best = max(
+            (i for i in range(len(self.turns)) if i not in self.used),
+            key=lambda i: overlap(self.turns[i]),
+            default=None,
+        )
+        if best is None or overlap(self.turns[best]) <= 0:
+            return {"reference": None}
+        self.used.add(best)
+        ref = self.turns[best]
+        return {"reference": ref, "t0_error_ms": round((end - ref["speech_end_s"]) * 1000, 1)}
+
+    def missed(self) -> list[dict]:
+        return [r for i, r in enumerate(self.turns) if i not in self.used]
+
+
+def failed_records(call: str, error: str, status: str, references: list[dict], first: int = 0) -> list[dict]:
+    """Records for turns that never ran (a missed turn, an unreadable file): they count as failures."""
+    turns = references or [None]
+    return [
+        TurnRecord(call, first + i, status, error, info={"reference": ref}).to_dict()
+        for i, ref in enumerate(turns)
+    ]
+
+
+async def replay_call(call: CallInput, stages: Stages, settings: Settings, log: RunLog) -> None:
+    try:
+        audio = load_audio(call.path, call.channel)
+    except AudioError as e:
+        print(f"ttfat: {e}", file=sys.stderr)
+        log.write_records(failed_records(call.name, str(e), "error", call.reference or []))
+        return
+    refs = References(call.reference)
+    runner = Call(call.name, audio.samples, stages, settings, annotate=refs.annotate)
+    log.watch(runner.timeline)
+    await runner.run()
+    n = len(runner.timeline.turns)
+    missed = refs.missed()
+    if call.reference and missed:
+        log.write_records(
+            failed_records(call.name, "the turn detector missed this turn", "no_answer", missed, n)
+        )
+    elif not n and not call.reference:
+        message = f"{call.path}: no speech found in {audio.seconds:.1f} s of audio"
+        print(f"ttfat: {message}", file=sys.stderr)
+        log.write_records(failed_records(call.name, message, "no_answer", []))
+
+
+async def replay_all(
+    calls: list[CallInput],
+    stages: Stages,
+    settings: Settings,
+    log: RunLog,
+    concurrency: int = 1,
+    on_done: Callable[[CallInput], None] | None = None,
+) -> None:
+    """Every call, at most `concurrency` at once against the same stages (and LLM server)."""
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(call: CallInput) -> None:
+        async with gate:
+            await replay_call(call, stages, settings, log)
+        if on_done:
+            on_done(call)
+
+    await asyncio.gather(*(one(c) for c in calls))
+
+
+async def run(
+    calls: list[CallInput], stages: Stages, settings: Settings, out: Path, concurrency: int, env: dict
+) -> dict:
+    """The whole replay: warm-up (reported, excluded), every call with a progress bar, the summary."""
+    from tqdm import tqdm
+
+    from voice.report import summarize
+
+    log = RunLog(out)
+    try:
+        warmup = await stages.warm_up()
+    except Exception as e:  # an unreachable server: every turn will record why; the run goes on
+        from voice.pipeline import describe
+
+        warmup = {"failed": describe(e)}
+        print(
+            f"ttfat: warning: warm-up failed ({describe(e)}); turns will be recorded as failed",
+            file=sys.stderr,
+        )
+    with tqdm(total=len(calls), unit="call", desc="replay", file=sys.stderr) as bar:
+        await replay_all(calls, stages, settings, log, concurrency, on_done=lambda call: bar.update())
+    summary = summarize(log.records, {**env, "warmup_ms (excluded)": warmup})
+    log.close(summary)
+    return summary

@@ -1,0 +1,116 @@
+"""Turn detection with webrtcvad: classic ring-buffer endpointing.
+
+A turn starts when `start_ratio` of the last `start_ms` of frames are voiced, and ends when `end_ratio`
+of the last `end_ms` are unvoiced. That decision (the *endpoint*) lags the end of speech by about
+`end_ms`; t0, the end of the last voiced frame, is recovered from frame counts, so it does not depend
+on when the detector decided (DESIGN.md §2, §4).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+VAD_RATES = (8000, 16000, 32000, 48000)
+VAD_FRAME_MS = (10, 20, 30)
+
+
+@dataclass
+class VadConfig:
+    aggressiveness: int = 3  # 0 (keeps most audio as speech) .. 3 (most aggressive)
+    frame_ms: int = 30
+    start_ms: int = 150  # window that must be mostly voiced to start a turn
+    start_ratio: float = 0.8
+    end_ms: int = 300  # window that must be mostly unvoiced to end it (the hangover)
+    end_ratio: float = 0.9
+    pre_roll_ms: int = 300  # audio kept before the start, so the ASR hears the first syllable
+    max_turn_s: float = 30.0  # a turn longer than this is cut (one caller monologue, a stuck VAD)
+
+    def validate(self, rate: int) -> None:
+        if rate not in VAD_RATES:
+            raise ValueError(f"webrtcvad takes sample rates {VAD_RATES}, not {rate} (resample first)")
+        if self.frame_ms not in VAD_FRAME_MS:
+            raise ValueError(f"webrtcvad takes frames of {VAD_FRAME_MS} ms, not {self.frame_ms}")
+        if not 0 <= self.aggressiveness <= 3:
+            raise ValueError(f"VAD aggressiveness must be 0..3, not {self.aggressiveness}")
+        if self.start_ms < self.frame_ms or self.end_ms < self.frame_ms:
+            raise ValueError("VAD start and end windows must hold at least one frame")
+
+
+@dataclass
+class Turn:
+    """One detected caller turn, in samples from the start of the audio."""
+
+    start: int  # first voiced frame
+    end: int  # end of the last voiced frame: t0
+    decided: int  # the frame at whose end the detector declared the endpoint
+    audio: np.ndarray  # pre-roll + speech + hangover, for the ASR
+    cut: bool = False  # ended by max_turn_s, not by silence
+
+
+class TurnDetector:
+    """Feed frames in order with `push(frame)`; it returns a Turn when one ends. `flush()` ends a turn
+    still open when the audio runs out."""
+
+    def __init__(self, rate: int = 16000, config: VadConfig | None = None):
+        import webrtcvad
+
+        self.config = config or VadConfig()
+        self.config.validate(rate)
+        self.rate = rate
+        self.frame_len = rate * self.config.frame_ms // 1000
+        self.vad = webrtcvad.Vad(self.config.aggressiveness)
+        n_start = self.config.start_ms // self.config.frame_ms
+        n_end = self.config.end_ms // self.config.frame_ms
+        self.window: deque[bool] = deque(maxlen=n_start)
+        self.tail: deque[bool] = deque(maxlen=n_end)
+        n_pre = self.config.pre_roll_ms // self.config.frame_ms
+        self.history: deque[np.ndarray] = deque(maxlen=n_start + n_pre)
+        self.pos = 0  # samples consumed
+        self.in_turn = False
+        self.frames: list[np.ndarray] = []
+        self.start = self.last_voiced_end = 0
+
+    def push(self, frame: np.ndarray) -> Turn | None:
+        """One frame of float32 samples in [-1, 1] (exactly frame_ms long)."""
+        if len(frame) != self.frame_len:
+            raise ValueError(f"a VAD frame must be {self.frame_len} samples, not {len(frame)}")
+        pcm = (np.clip(frame, -1, 1) * 32767).astype("<i2").tobytes()
+        voiced = self.vad.is_speech(pcm, self.rate)
+        frame_start, self.pos = self.pos, self.pos + self.frame_len
+        if not self.in_turn:
+            self.history.append(frame)
+            self.window.append(voiced)
+            if len(self.window) == self.window.maxlen and sum(self.window) >= self.config.start_ratio * len(
+                self.window
+            ):
+                self.in_turn = True
+                first_voiced = self.window.index(True)
+                self.start = self.pos - (len(self.window) - first_voiced) * self.frame_len
+                self.last_voiced_end = self.pos if voiced else frame_start
+                self.frames = list(self.history)
+                self.tail.clear()
+            return None
+        self.frames.append(frame)
+        self.tail.append(voiced)
+        if voiced:
+            self.last_voiced_end = self.pos
+        ended = len(self.tail) == self.tail.maxlen and self.tail.count(False) >= self.config.end_ratio * len(
+            self.tail
+        )
+        cut = self.pos - self.start >= self.config.max_turn_s * self.rate
+        return self._end(cut=cut and not ended) if ended or cut else None
+
+    def flush(self) -> Turn | None:
+        return self._end(cut=False) if self.in_turn else None
+
+    def _end(self, cut: bool) -> Turn:
+        end = self.pos if cut else self.last_voiced_end
+        turn = Turn(self.start, end, self.pos, np.concatenate(self.frames), cut)
+        self.in_turn = False
+        self.window.clear()
+        self.history.clear()
+        self.frames = []
+        return turn
