@@ -144,9 +144,10 @@ class Timeline:
         time of an anchor counts: a second `first_token` is kept as an event but moves nothing."""
         event = Event(self.call, turn, name, self.clock() if t_ns is None else t_ns, data)
         self.events.append(event)
-        record = self.turns.setdefault(turn, TurnRecord(self.call, turn))
-        if name in METRICS or name == "t0":
-            record.anchors.setdefault(name, event.t_ns)
+        if turn >= 0:  # turn -1: events of the call itself (start, end)
+            record = self.turns.setdefault(turn, TurnRecord(self.call, turn))
+            if name in METRICS or name == "t0":
+                record.anchors.setdefault(name, event.t_ns)
         for observer in self.observers:
             observer(event)
         return event

@@ -4,6 +4,10 @@ A turn starts when `start_ratio` of the last `start_ms` of frames are voiced, an
 of the last `end_ms` are unvoiced. That decision (the *endpoint*) lags the end of speech by about
 `end_ms`; t0, the end of the last voiced frame, is recovered from frame counts, so it does not depend
 on when the detector decided (DESIGN.md §2, §4).
+
+webrtcvad keeps saying "speech" for about 100 ms after speech ends (its own smoothing), so its last
+voiced frame is late. t0 is refined on 10 ms sub-frames: the end of the last one whose energy is within
+`tail_db` of the turn's speech level and clearly above the background heard after it.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ class VadConfig:
     end_ratio: float = 0.9
     pre_roll_ms: int = 300  # audio kept before the start, so the ASR hears the first syllable
     max_turn_s: float = 30.0  # a turn longer than this is cut (one caller monologue, a stuck VAD)
+    tail_db: float = 25.0  # t0 refinement: speech ends where energy falls this far below its level
 
     def validate(self, rate: int) -> None:
         if rate not in VAD_RATES:
@@ -103,12 +108,29 @@ class TurnDetector:
         cut = self.pos - self.start >= self.config.max_turn_s * self.rate
         return self._end(cut=cut and not ended) if ended or cut else None
 
+    def _refine_end(self, audio: np.ndarray) -> int:
+        """The end of speech at 10 ms resolution, searched from 300 ms before the VAD's last voiced
+        frame to the endpoint (see the module docstring)."""
+        sub = self.rate // 100
+        first = self.pos - len(audio)  # sample index of audio[0]
+        n = len(audio) // sub
+        db = 10 * np.log10(np.mean(audio[: n * sub].reshape(n, sub).astype(np.float64) ** 2, axis=1) + 1e-12)
+        vad_end = (self.last_voiced_end - first) // sub
+        speech, after = db[max(0, (self.start - first) // sub) : vad_end], db[vad_end:]
+        if len(speech) == 0 or len(after) == 0:
+            return self.last_voiced_end
+        threshold = max(np.percentile(speech, 90) - self.config.tail_db, np.median(after) + 6)
+        lo = max(0, vad_end - 30)
+        loud = np.nonzero(db[lo:] >= threshold)[0]
+        return first + (lo + loud[-1] + 1) * sub if len(loud) else self.last_voiced_end
+
     def flush(self) -> Turn | None:
         return self._end(cut=False) if self.in_turn else None
 
     def _end(self, cut: bool) -> Turn:
-        end = self.pos if cut else self.last_voiced_end
-        turn = Turn(self.start, end, self.pos, np.concatenate(self.frames), cut)
+        audio = np.concatenate(self.frames)
+        end = self.pos if cut else self._refine_end(audio)
+        turn = Turn(self.start, end, self.pos, audio, cut)
         self.in_turn = False
         self.window.clear()
         self.history.clear()

@@ -1,0 +1,206 @@
+"""The voice pipeline end to end with every real part: webrtcvad, faster-whisper tiny.en, the bundled
+diffusion model behind `ttfat serve` in its own process, the store, piper, the simulated speaker."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from asr.whisper import Transcriber
+from llm.agent import Agent
+from llm.client import OpenAIChat, ServerProcess, free_port
+from tts.piper import Synthesizer
+from voice.pipeline import Call, Settings, Stages
+from voice.replay import find_calls, run
+from voice.report import tool_correct
+from voice.timeline import ANCHORS
+
+ALL_ANCHORS = {
+    *ANCHORS,
+    "tts_first_audio",
+    "first_audio_heard",
+    "first_useful_audio_heard",
+    "last_audio_heard",
+}
+
+
+@pytest.fixture(scope="module")
+def server():
+    with ServerProcess("bundled") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def models():
+    return Transcriber(), Synthesizer(noise_scale=0, noise_w_scale=0)
+
+
+def stages(models, url: str, timeout: float = 30.0) -> Stages:
+    transcriber, synthesizer = models
+    return Stages(transcriber, Agent(OpenAIChat(url, timeout=timeout)), synthesizer)
+
+
+def replay(tmp_path, models, url, paths, mode="fast", concurrency=1, timeout=30.0, **settings):
+    calls = find_calls([str(p) for p in paths])
+    out = tmp_path / f"run-{mode}-{concurrency}"
+    s = Settings(mode, **settings)
+    summary = asyncio.run(run(calls, stages(models, url, timeout), s, out, concurrency, {"mode": mode}))
+    turns = [json.loads(line) for line in (out / "turns.jsonl").read_text().splitlines()]
+    return turns, summary, out
+
+
+def speech_file(models, path, texts: list[str], rate: int = 16000, gap_s: float = 4.0, lead_s: float = 1.0):
+    """A caller saying `texts` with pauses, written at any sample rate."""
+    import soxr
+
+    voice = models[1]
+    parts = [np.zeros(int(lead_s * voice.sample_rate), np.float32)]
+    for text in texts:
+        parts += [voice.speak(text).audio / 32768, np.zeros(int(gap_s * voice.sample_rate), np.float32)]
+    audio = np.concatenate(parts).astype(np.float32)
+    sf.write(path, soxr.resample(audio, voice.sample_rate, rate), rate)
+    return path
+
+
+def assert_complete(turn: dict) -> None:
+    assert turn["status"] == "ok", turn
+    assert turn["order_violations"] == []
+    from voice.timeline import METRICS
+
+    assert all(turn[METRICS[a]] is not None for a in ALL_ANCHORS - {"t0"}), turn
+    assert turn["transcript"] and turn["answer"]
+
+
+def test_realtime_replay_of_a_recorded_call_end_to_end(tmp_path, models, server):
+    (call,) = [c for c in find_calls(["recordings"]) if c.name == "call10"]
+    start = time.monotonic()
+    turns, summary, out = replay(tmp_path, models, server, ["recordings/call10.flac"], mode="realtime")
+    wall = time.monotonic() - start
+    assert wall >= 11.0  # realtime: the call's audio takes its own length to arrive
+    assert len(turns) == len(call.reference) == 2
+    for turn in turns:
+        assert_complete(turn)
+        # every anchor after t0 is later than t0, and the endpoint lags t0 by about the end window
+        assert 250 <= turn["endpoint_ms"] <= 400
+        assert turn["first_useful_audio_ms"] >= turn["first_useful_token_ms"] >= turn["ttfat_ms"] > 0
+    events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
+    names = [e["event"] for e in events if e["turn"] == 0]
+    assert names[:4] == ["speech_start", "t0", "endpoint", "asr_final"] and names[-1] == "turn_done"
+    assert summary["success_rate"] == 1.0 and summary["metrics"]["ttfat_ms"]["n"] == 2
+    assert (out / "summary.json").is_file()
+
+
+def test_fast_mode_gives_the_same_conversation_much_faster(tmp_path, models, server):
+    path = speech_file(
+        models, tmp_path / "q.wav", ["hello", "where is my order one zero two eight"], gap_s=6.0
+    )
+    start = time.monotonic()
+    fast, summary, _ = replay(tmp_path, models, server, [path], mode="fast")
+    wall = time.monotonic() - start
+    audio_s = sf.info(path).duration
+    assert wall < audio_s * 0.8, (wall, audio_s)
+    assert [t["status"] for t in fast] == ["ok", "ok"]
+    for turn in fast:
+        assert_complete(turn)
+    assert fast[1]["tool_calls"][0]["name"] == "lookup_order"
+    assert tool_correct(fast[1], {"name": "lookup_order", "arguments": {"order_id": "1028"}})
+    # fast mode skips only idle waiting: the latencies inside a turn are real compute, not skipped time
+    assert 0 < fast[1]["ttfat_ms"] < 5_000
+
+
+def test_concurrency_two_and_odd_files(tmp_path, models, server):
+    """Two calls at once; a 22,050 Hz WAV and an 8 kHz stereo file (caller on the right) are resampled
+    for webrtcvad, which takes neither rate as it is."""
+    a = speech_file(models, tmp_path / "a.wav", ["what time do you open on saturday"], rate=22050)
+    b_mono = speech_file(models, tmp_path / "b_mono.wav", ["how much is shipping"], rate=8000)
+    caller, _ = sf.read(b_mono, dtype="float32")
+    b = tmp_path / "b.wav"
+    sf.write(b, np.stack([0.02 * np.roll(caller, 4000), caller], axis=1), 8000)
+    turns, summary, _ = replay(tmp_path, models, server, [a, b], concurrency=2)
+    assert sorted(t["call"] for t in turns) == ["a", "b"]
+    for turn in turns:
+        assert_complete(turn)
+    assert "shipping" in next(t for t in turns if t["call"] == "b")["transcript"].lower()
+    assert summary["calls"] == 2 and summary["success_rate"] == 1.0
+
+
+def test_bad_inputs_are_recorded_as_failures_and_the_run_goes_on(tmp_path, models, server, capsys):
+    corrupt = tmp_path / "corrupt.flac"
+    corrupt.write_bytes(b"fLaC" + bytes(range(256)) * 16)
+    empty = tmp_path / "empty.wav"
+    sf.write(empty, np.zeros(0, np.float32), 16000)
+    silence = tmp_path / "silence.wav"
+    sf.write(silence, np.zeros(16000 * 3, np.float32), 16000)
+    # ten minutes: quiet noise, one question near the end
+    voice = models[1]
+    question = voice.speak("do you have the yoga mat in stock").audio / 32768
+    long = np.random.default_rng(0).normal(0, 0.002, voice.sample_rate * 600).astype(np.float32)
+    at = voice.sample_rate * 590
+    long[at : at + len(question)] += question
+    sf.write(tmp_path / "ten_minutes.flac", long, voice.sample_rate)
+    missing = tmp_path / "missing.mp3"
+    paths = [corrupt, empty, silence, missing, tmp_path / "ten_minutes.flac"]
+    turns, summary, _ = replay(tmp_path, models, server, paths)
+    by_call = {t["call"]: t for t in turns}
+    assert set(by_call) == {"corrupt", "empty", "silence", "missing", "ten_minutes"}
+    assert by_call["corrupt"]["status"] == "error" and "cannot decode" in by_call["corrupt"]["error"]
+    assert "no audio samples" in by_call["empty"]["error"] and "no such file" in by_call["missing"]["error"]
+    assert by_call["silence"]["status"] == "no_answer" and "no speech" in by_call["silence"]["error"]
+    long_turn = by_call["ten_minutes"]
+    assert_complete(long_turn)
+    assert 590 < long_turn["speech_start_s"] < 591.5 and "stock" in long_turn["transcript"].lower()
+    assert summary["success_rate"] == 0.2 and summary["metrics"]["ttfat_ms"]["p50"] == float("inf")
+    assert "cannot decode" in capsys.readouterr().err
+
+
+def test_unreachable_server_fails_each_turn_clearly(tmp_path, models):
+    path = speech_file(models, tmp_path / "q.wav", ["hello", "thanks bye"])
+    turns, summary, _ = replay(tmp_path, models, f"http://127.0.0.1:{free_port()}/v1", [path])
+    assert [t["status"] for t in turns] == ["error", "error"]
+    assert all("cannot reach the LLM server" in t["error"] for t in turns)
+    assert all(t["transcript"] and t["asr_ms"] is not None for t in turns)  # the stages before it ran
+    assert summary["success_rate"] == 0.0 and "failed" in summary["environment"]["warmup_ms (excluded)"]
+
+
+def test_a_server_that_never_answers_times_the_turn_out(tmp_path, models):
+    """A fault no real server produces on demand: a socket that accepts and never replies."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    accepted = []
+    threading.Thread(target=lambda: accepted.append(listener.accept()), daemon=True).start()
+    path = speech_file(models, tmp_path / "q.wav", ["hello"])
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    turns, summary, _ = replay(tmp_path, models, url, [path], turn_timeout_s=2.0, timeout=1.0)
+    listener.close()
+    assert turns[0]["status"] in ("timeout", "error")
+    assert "in time" in turns[0]["error"] or "within 2.0 s" in turns[0]["error"]
+    assert summary["metrics"]["ttfat_ms"]["p50"] == float("inf")
+
+
+def test_server_dying_mid_call_fails_the_later_turns_only(tmp_path, models):
+    path = speech_file(models, tmp_path / "q.wav", ["hello", "what are your hours", "thanks bye"])
+    (call,) = find_calls([str(path)])
+    from voice.audio import load_audio
+
+    server = ServerProcess("bundled")
+    url = server.__enter__()
+    try:
+        runner = Call("q", load_audio(path).samples, stages(models, url), Settings("fast"))
+        runner.timeline.observers.append(
+            lambda e: server.proc.kill() if (e.name, e.turn) == ("turn_done", 0) else None
+        )
+        asyncio.run(runner.run())
+    finally:
+        server.proc.kill()
+        server.proc.wait()
+    records = runner.timeline.turns
+    assert [records[i].status for i in range(3)] == ["ok", "error", "error"]
+    assert "cannot reach the LLM server" in records[1].error
