@@ -5,7 +5,13 @@ STAMP := $(VENV)/.installed
 
 .PHONY: setup demo test lint bench
 
+# Debian packages: PortAudio (sounddevice), mosquitto (MQTT tests), PulseAudio (virtual audio devices)
+SYSTEM_PACKAGES := libportaudio2 mosquitto pulseaudio pulseaudio-utils libasound2-plugins
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
 $(STAMP): pyproject.toml
+	dpkg -s $(SYSTEM_PACKAGES) >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(SYSTEM_PACKAGES) >/dev/null; }
 	$(PY) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
 	$(VENV)/bin/pip install --quiet torch==2.13.0  # CPU wheel; GPU users install their own CUDA build first
@@ -15,8 +21,8 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 demo: setup
-	$(VENV)/bin/ttfat ask "hi, where is my order one zero two eight"
-	$(VENV)/bin/ttfat ask "what time do you open on saturday"
+	$(VENV)/bin/ttfat replay recordings/ --out runs/demo
+	$(VENV)/bin/ttfat report runs/demo --html runs/demo/report.html
 
 test: setup
 	$(VENV)/bin/ruff check .
@@ -24,3 +30,5 @@ test: setup
 
 bench: setup
 	$(VENV)/bin/python bench/engine.py
+	$(VENV)/bin/python bench/llm_server.py
+	$(VENV)/bin/python bench/pipeline.py

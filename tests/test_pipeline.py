@@ -204,3 +204,26 @@ def test_server_dying_mid_call_fails_the_later_turns_only(tmp_path, models):
     records = runner.timeline.turns
     assert [records[i].status for i in range(3)] == ["ok", "error", "error"]
     assert "cannot reach the LLM server" in records[1].error
+
+
+@pytest.mark.parametrize(("useful_after_ms", "skipped"), [(100, True), (700, False), (None, False)])
+def test_a_filler_is_spoken_only_when_useful_words_are_late(models, useful_after_ms, skipped):
+    from voice.chunker import Clause
+
+    call = Call("f", np.zeros(0, np.float32), Stages(None, None, models[1]), Settings(filler_grace_ms=400))
+
+    async def speak() -> list:
+        queue: asyncio.Queue = asyncio.Queue()
+        now = call.clock()
+        queue.put_nowait(Clause("Let me check that.", now, 0, True))
+        task = asyncio.create_task(call._speak(0, queue))
+        if useful_after_ms is not None:
+            await asyncio.sleep(useful_after_ms / 1e3)
+            queue.put_nowait(Clause("It is in stock.", call.clock(), 1, False))
+        queue.put_nowait(None)
+        return await task
+
+    spoken = [clause.text for clause, _, _ in asyncio.run(speak())]
+    assert ("Let me check that." not in spoken) == skipped
+    assert ("It is in stock." in spoken) == (useful_after_ms is not None)
+    assert any(e.name == "filler_skipped" for e in call.timeline.events) == skipped

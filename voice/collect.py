@@ -60,21 +60,22 @@ class Collection:
         try:
             data = json.loads(payload)
             worker = data.pop("worker")
+            key = None if parts[2] == "_run" else (worker, data["call"], int(data["seq"]))
         except (ValueError, KeyError, TypeError, AttributeError):
             print(f"ttfat: warning: ignoring a malformed message on {topic}", file=sys.stderr)
             return
         info = self.workers.setdefault(worker, {"ended": False})
-        if parts[2] == "_run":
+        if key is None:
             if parts[3] == "start":
                 info["environment"] = data.get("environment")
             elif parts[3] == "end":
                 info.update(ended=True, **data)
             return
-        seqs = self.seen[worker, data["call"]]
-        if data["seq"] in seqs:
+        seqs = self.seen[key[:2]]
+        if key[2] in seqs:
             self.duplicates += 1
             return
-        seqs.add(data["seq"])
+        seqs.add(key[2])
         if parts[3] == "turn" and "event" not in data:
             del data["seq"]
             self.log.write_records([data])

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -151,7 +152,8 @@ class MqttPublisher:
     def _put(self, call: str, name: str, data: dict) -> None:
         """Never blocks and never raises into the pipeline; safe to call from another thread."""
         if threading.get_ident() != self.thread:
-            self.loop.call_soon_threadsafe(self._put, call, name, data)
+            with contextlib.suppress(RuntimeError):  # the loop is closed: the run is over
+                self.loop.call_soon_threadsafe(self._put, call, name, data)
             return
         payload = {**data, "worker": self.worker}
         if call != "_run":

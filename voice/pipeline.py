@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -37,6 +38,7 @@ class Settings:
     turn_timeout_s: float = 20.0  # from the endpoint to the last clause spoken
     playback_latency_ms: float = 0.0  # the simulated device's output latency
     min_clause_words: int = 4
+    filler_grace_ms: float = 400.0  # a filler is spoken only if no useful words follow within this
 
     def validate(self) -> None:
         if self.mode not in MODES:
@@ -216,9 +218,26 @@ class Call:
     async def _speak(self, index: int, clauses: asyncio.Queue) -> list[tuple[Clause, int, int]]:
         """Speak clauses as they come; returns (clause, audio ready, heard) times for each, in order.
         Which clauses are the answer is known only when the LLM is done, so the answer's audio anchors
-        are derived from this list afterwards; "any audio heard" is known at once."""
-        emit, spoken = self.timeline.emit, []
-        while (clause := await clauses.get()) is not None:
+        are derived from this list afterwards; "any audio heard" is known at once.
+
+        A filler ("Let me look up that order.") covers a wait; when useful words follow within
+        `filler_grace_ms` there is no wait to cover, and speaking it would only delay them."""
+        emit, spoken, pending = self.timeline.emit, [], deque()
+        grace_ns = int(self.settings.filler_grace_ms * 1e6)
+        while (clause := pending.popleft() if pending else await clauses.get()) is not None:
+            if clause.filler and grace_ns:
+                deadline = clause.first_token_ns + grace_ns
+                while (
+                    not any(c is None or not c.filler for c in pending)
+                    and (left := deadline - self.clock()) > 0
+                ):
+                    try:
+                        pending.append(await asyncio.wait_for(clauses.get(), left / 1e9))
+                    except asyncio.TimeoutError:
+                        break
+                if any(c is not None and not c.filler for c in pending):
+                    emit(index, "filler_skipped", text=clause.text)
+                    continue
             speech = await self.stages.speak(clause.text)
             ready = self.clock()
             start, end = self.speaker.play(speech.seconds, ready)
