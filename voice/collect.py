@@ -187,7 +187,7 @@ async def collect(
                 if not warned:
                     warned = True
                     print(
-                        f"ttfat: warning: collect: MQTT broker {host}:{port} unreachable ({e}); retrying "
+                        f"ttfat: warning: collect: MQTT broker {host}:{port} not available ({e}); retrying "
                         "(messages published meanwhile are lost and reported as gaps)",
                         file=sys.stderr,
                     )

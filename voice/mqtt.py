@@ -190,7 +190,7 @@ class MqttPublisher:
                 if not self.warned:
                     self.warned = True
                     print(
-                        f"ttfat: warning: MQTT broker {self.host}:{self.port} unreachable ({e}); the run "
+                        f"ttfat: warning: MQTT broker {self.host}:{self.port} not available ({e}); the run "
                         f"goes on, messages wait in a queue of {self.max_queue} (oldest dropped when full) "
                         "and are sent when it comes back; the local run log is complete",
                         file=sys.stderr,
