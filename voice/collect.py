@@ -17,11 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import aiomqtt
-
 from voice.mqtt import PREFIX, add_auth_args, auth_from_args, parse_host, topic_part
-from voice.report import summarize
-from voice.runlog import RunLog
 
 
 def ranges(numbers: list[int]) -> list[list[int]]:
@@ -39,6 +35,8 @@ class Collection:
     """What has arrived so far, written to the run directory as it comes."""
 
     def __init__(self, out: Path, run: str | None):
+        from voice.runlog import RunLog
+
         self.out, self.run, self.log = out, run, RunLog(out)
         self.seen: dict[tuple[str, str], set[int]] = defaultdict(set)  # (worker, call) -> seqs
         self.workers: dict[str, dict] = {}  # worker -> start/end information
@@ -110,6 +108,8 @@ class Collection:
         return next(iter(envs.values())) if len(distinct) == 1 else {"workers": envs}
 
     def close(self, ended_by: str) -> dict:
+        from voice.report import summarize
+
         summary = summarize(self.log.records, self.environment())
         gaps = self.gaps()
         summary["mqtt_gaps"] = gaps
@@ -153,6 +153,8 @@ async def collect(
     """Subscribe to `ttfat/<run>/#` and write the run directory until every worker has ended, no
     message came for `idle_timeout` s (None or 0: wait forever), or the task is cancelled (Ctrl-C).
     The directory is complete in every case. `on_subscribed` is called after each (re)subscription."""
+    import aiomqtt
+
     out = Path(out)
     collection = Collection(out, run)
     loop = asyncio.get_running_loop()

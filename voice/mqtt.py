@@ -28,8 +28,6 @@ import threading
 from collections import defaultdict
 from typing import Any
 
-import aiomqtt
-
 from voice.timeline import Event, Timeline
 
 PREFIX = "ttfat"
@@ -168,6 +166,8 @@ class MqttPublisher:
 
     async def _pump(self) -> None:
         """Connect, publish batches until the connection fails, warn once per outage, back off, retry."""
+        import aiomqtt  # here, so that `ttfat --help` does not pay for it
+
         delay = self.backoff[0]
         while True:
             try:
