@@ -104,7 +104,6 @@ class Transcriber:
             language=None if self.english_only else "en",
             beam_size=self.beam_size,
             condition_on_previous_text=False,
-            without_timestamps=True,
             vad_filter=False,
         )
         text = " ".join(s.text.strip() for s in segments).strip()

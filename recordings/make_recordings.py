@@ -19,7 +19,8 @@ be seeded) and every other choice is seeded:
 
 Turn boundaries (speech_start_s / speech_end_s) are measured on the clean caller track at the file's
 rate, after resampling and band limiting but before noise: first and last sample above 1% of full
-scale. Usage, from the repo root: ``python recordings/make_recordings.py [--only CALL] [--out DIR]``.
+scale; in noisy calls, narrowed to where the speech is louder than the noise under it (`audible`).
+Usage, from the repo root: ``python recordings/make_recordings.py [--only CALL] [--out DIR]``.
 """
 
 from __future__ import annotations
@@ -372,6 +373,15 @@ def voiced(x: np.ndarray) -> tuple[int, int]:
     return int(idx[0]), int(idx[-1]) + 1
 
 
+def audible(speech: np.ndarray, bg: np.ndarray, a: int, b: int, rate: int) -> tuple[int, int]:
+    """Narrow a speech span [a, b) to the 10 ms windows where the speech is louder than the noise mixed
+    under it: a faint release buried in the background is not in the recording for any detector, so
+    under noise the boundaries are where the speech is audible (10 ms resolution)."""
+    w = rate // 100
+    loud = [i for i in range(a, b, w) if _rms(speech[i : i + w]) >= _rms(bg[i : i + w])]
+    return (loud[0], min(b, loud[-1] + w)) if loud else (a, b)
+
+
 def band_limit(x: np.ndarray, rate: int, lo: float = 300.0, hi: float = 3400.0) -> np.ndarray:
     """Telephone band: linear ramps from lo/1.5 up to lo and from hi up to hi * 1.1."""
     f = np.fft.rfftfreq(len(x), 1 / rate)
@@ -458,7 +468,9 @@ def render(call: Call, turns: list[Resolved]) -> tuple[np.ndarray, list[tuple[in
     if call.noise:
         level = np.sqrt(np.mean(np.concatenate([np.square(caller[a:b]) for a, b in spans])))
         bg = noise(call.noise, n, rate, rng) * level / 10 ** (call.snr_db / 20)
-        caller += band_limit(bg, rate) if call.telephone else bg
+        bg = band_limit(bg, rate) if call.telephone else bg
+        spans = [audible(caller, bg, a, b, rate) for a, b in spans]
+        caller += bg
     channels = [caller]
     if answers:
         agent = np.zeros(n)

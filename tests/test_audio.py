@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import numpy as np
 import pytest
 import soundfile as sf
 
+from tts.piper import Speech
 from voice.audio import RATE, AudioError, SimulatedSpeaker, load_audio
 
 
@@ -60,7 +63,11 @@ def test_bad_files_give_clear_errors(tmp_path):
 
 def test_simulated_speaker_plays_in_order_at_real_time_rate():
     speaker = SimulatedSpeaker(latency_ms=20)
-    assert speaker.play(1.5, written_ns=1_000_000_000) == (1_020_000_000, 2_520_000_000)
+
+    def play(seconds: float, ready: int) -> tuple[int, int]:
+        return asyncio.run(speaker.play(Speech(np.zeros(int(seconds * 1000)), 1000), ready))
+
+    assert play(1.5, 1_000_000_000) == (1_020_000_000, 2_520_000_000)
     # a clause ready before the last one ends waits for it; one ready later starts when written
-    assert speaker.play(0.5, written_ns=2_000_000_000) == (2_520_000_000, 3_020_000_000)
-    assert speaker.play(0.1, written_ns=5_000_000_000)[0] == 5_020_000_000
+    assert play(0.5, 2_000_000_000) == (2_520_000_000, 3_020_000_000)
+    assert play(0.1, 5_000_000_000)[0] == 5_020_000_000

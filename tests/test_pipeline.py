@@ -88,7 +88,7 @@ def test_realtime_replay_of_a_recorded_call_end_to_end(tmp_path, models, server)
     for turn in turns:
         assert_complete(turn)
         # every anchor after t0 is later than t0, and the endpoint lags t0 by about the end window
-        assert 250 <= turn["endpoint_ms"] <= 400
+        assert 250 <= turn["endpoint_ms"] <= 500  # end window + webrtcvad's own hangover
         assert turn["first_useful_audio_ms"] >= turn["first_useful_token_ms"] >= turn["ttfat_ms"] > 0
     events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
     names = [e["event"] for e in events if e["turn"] == 0]
@@ -155,7 +155,7 @@ def test_bad_inputs_are_recorded_as_failures_and_the_run_goes_on(tmp_path, model
     assert by_call["silence"]["status"] == "no_answer" and "no speech" in by_call["silence"]["error"]
     long_turn = by_call["ten_minutes"]
     assert_complete(long_turn)
-    assert 590 < long_turn["speech_start_s"] < 591.5 and "stock" in long_turn["transcript"].lower()
+    assert 590 < long_turn["speech_start_s"] < 591.5 and "yoga mat" in long_turn["transcript"].lower()
     assert summary["success_rate"] == 0.2 and summary["metrics"]["ttfat_ms"]["p50"] == float("inf")
     assert "cannot decode" in capsys.readouterr().err
 
@@ -227,3 +227,15 @@ def test_a_filler_is_spoken_only_when_useful_words_are_late(models, useful_after
     assert ("Let me check that." not in spoken) == skipped
     assert ("It is in stock." in spoken) == (useful_after_ms is not None)
     assert any(e.name == "filler_skipped" for e in call.timeline.events) == skipped
+
+
+def test_a_pause_mid_sentence_continues_the_turn(tmp_path, models, server):
+    """Half a second of silence ends a turn (the end window is 300 ms), but the caller goes on before
+    the agent speaks: the answer under way is dropped and the turn spans both parts."""
+    path = speech_file(models, tmp_path / "p.wav", ["where is my order", "one zero two eight"], gap_s=0.5)
+    turns, _, out = replay(tmp_path, models, server, [path])
+    assert len(turns) == 1 and turns[0]["turn"] == 0
+    assert_complete(turns[0])
+    assert "1028" in turns[0]["transcript"].replace(" ", "") or "one zero two eight" in turns[0]["transcript"]
+    events = [json.loads(line)["event"] for line in (out / "events.jsonl").read_text().splitlines()]
+    assert events.count("turn_resumed") == 1 and events.count("turn_done") == 1

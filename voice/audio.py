@@ -102,8 +102,12 @@ class SimulatedSpeaker:
     def __init__(self, latency_ms: float = 0.0):
         self.latency_ns = int(latency_ms * 1e6)
         self.busy_until_ns = 0
+        self.playing = False  # a recording cannot barge in, so nothing asks it to stop
 
-    def play(self, seconds: float, written_ns: int) -> tuple[int, int]:
-        start = max(written_ns + self.latency_ns, self.busy_until_ns)
-        self.busy_until_ns = start + int(seconds * 1e9)
+    async def play(self, speech, ready_ns: int) -> tuple[int, int]:
+        start = max(ready_ns + self.latency_ns, self.busy_until_ns)
+        self.busy_until_ns = start + int(speech.seconds * 1e9)
         return start, self.busy_until_ns
+
+    async def stop(self) -> int:
+        raise NotImplementedError("replay has no barge-in")

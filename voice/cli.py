@@ -196,8 +196,20 @@ def cmd_replay(args: argparse.Namespace) -> int:
         )
         summary = asyncio.run(run(calls, stages, settings, out, args.concurrency, env))
     print(text_report(summary))
+    if args.html:
+        write_html(out, args.html, summary)
     print(f"\nrun directory: {out}  (ttfat report {out} --html report.html)")
     return 0
+
+
+def write_html(run_dir, path: str, summary: dict) -> None:
+    from pathlib import Path
+
+    from voice.html import html_report
+    from voice.runlog import read_run
+
+    Path(path).write_text(html_report(read_run(run_dir)[0], summary))
+    print(f"ttfat: wrote {path}", file=sys.stderr)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -207,12 +219,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     turns, saved = read_run(args.run)
     summary = summarize(turns, saved.get("environment"))
     if args.html:
-        from pathlib import Path
-
-        from voice.html import html_report
-
-        Path(args.html).write_text(html_report(turns, summary))
-        print(f"ttfat: wrote {args.html}", file=sys.stderr)
+        write_html(args.run, args.html, summary)
     print(json.dumps(summary, indent=2) if args.json else text_report(summary))
     return 0
 
@@ -331,6 +338,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--concurrency", type=int, default=1, help="calls replayed at once (default 1)")
     p.add_argument("--out", help="run directory (default runs/replay-DATE-TIME)")
     p.add_argument("--channel", default="auto", help="caller channel of stereo files: auto (loudest), 0, 1")
+    p.add_argument("--html", metavar="FILE", help="also write the HTML report (waterfall, CDFs)")
     g = p.add_argument_group("LLM")
     g.add_argument(
         "--llm-url", help="an OpenAI-compatible base URL; default: start ttfat serve on a free port"

@@ -15,15 +15,16 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
 from llm.agent import Agent, Delta
 from voice.audio import RATE, SimulatedSpeaker
 from voice.chunker import Chunker, Clause
-from voice.timeline import CallClock, Timeline
+from voice.timeline import CallClock, Timeline, TurnRecord
 from voice.turns import Turn, TurnDetector, VadConfig
 
 MODES = ("realtime", "fast")
@@ -39,6 +40,7 @@ class Settings:
     playback_latency_ms: float = 0.0  # the simulated device's output latency
     min_clause_words: int = 4
     filler_grace_ms: float = 400.0  # a filler is spoken only if no useful words follow within this
+    barge_in: bool = False  # live talk: caller speech stops playback and cancels the answer
 
     def validate(self) -> None:
         if self.mode not in MODES:
@@ -78,17 +80,35 @@ class Stages:
         return times
 
 
+class Speaker(Protocol):
+    async def play(self, speech, ready_ns: int) -> tuple[int, int]:
+        """Queue audio; return when it starts being heard, with its (start, end) heard times."""
+
+    @property
+    def playing(self) -> bool: ...
+
+    async def stop(self) -> int:
+        """Cut playback; return the time silence starts being heard."""
+
+
+class Source(Protocol):
+    origin_ns: int  # when sample 0 was captured, on the call's clock (known after the first frame)
+
+    def frames(self) -> AsyncIterator[np.ndarray]: ...
+
+
 class Call:
-    """Replays one caller audio track through the pipeline. `run()` returns when every turn is done."""
+    """One call through the pipeline: `run()` feeds the caller audio (a recording, or a live `Source`)
+    and returns when every turn is done."""
 
     def __init__(
         self,
         name: str,
-        samples: np.ndarray,
+        samples: np.ndarray | None,
         stages: Stages,
         settings: Settings,
         timeline: Timeline | None = None,
-        speaker: SimulatedSpeaker | None = None,
+        speaker: Speaker | None = None,
         annotate: Callable[[Turn], dict] | None = None,
     ):
         settings.validate()
@@ -100,42 +120,92 @@ class Call:
         self.annotate = annotate or (lambda turn: {})
         self.history: list[dict] = []
         self.busy = 0  # turns in flight: fast mode never skips time under them
+        self.tasks: list[asyncio.Task] = []
+        self.barged: set[int] = set()  # turns the caller interrupted
+        self.merged: set[int] = set()  # turns the caller continued after a pause (see _speech_started)
+        self.origin_ns = 0
 
-    async def run(self) -> Timeline:
+    async def run(self, source: Source | None = None) -> Timeline:
         detector = TurnDetector(RATE, self.settings.vad)
-        n = detector.frame_len
-        frame_ns = n * 1_000_000_000 // RATE
-        self.start_ns = self.clock()
-        self.timeline.emit(-1, "call_start", t_ns=self.start_ns, seconds=round(len(self.samples) / RATE, 3))
-        previous: asyncio.Task | None = None
-        tasks = []
-        for i in range(len(self.samples) // n):
-            await self._pace(self.start_ns + (i + 1) * frame_ns)
-            turn = detector.push(self.samples[i * n : (i + 1) * n])
-            if turn:
-                previous = self._spawn(len(tasks), turn, previous)
-                tasks.append(previous)
-        if turn := detector.flush():
-            tasks.append(self._spawn(len(tasks), turn, previous))
-        await asyncio.gather(*tasks)
-        self.timeline.emit(-1, "call_end", turns=len(tasks))
+        self.timeline.emit(-1, "call_start")
+        frames = source.frames() if source else self._paced(detector.frame_len)
+        try:
+            async for frame in frames:
+                if source and not self.origin_ns:
+                    self.origin_ns = source.origin_ns
+                was_in_turn = detector.in_turn
+                if turn := detector.push(frame):
+                    self._spawn(turn)
+                elif detector.in_turn and not was_in_turn:
+                    await self._speech_started(detector)
+            if turn := detector.flush():
+                self._spawn(turn)
+            await asyncio.gather(*self.tasks)
+        finally:  # Ctrl-C in talk: every turn still running gets its record, then the call ends
+            for task in self.tasks:
+                task.cancel()
+            await asyncio.gather(*self.tasks, return_exceptions=True)
+            self.timeline.emit(-1, "call_end", turns=len(self.tasks))
         return self.timeline
 
-    async def _pace(self, due_ns: int) -> None:
-        """Wait until a frame's audio has arrived; fast mode skips the wait when nothing is running."""
-        wait = due_ns - self.clock()
-        if wait <= 0:
-            return
-        if self.settings.mode == "fast" and not self.busy:
-            self.clock.skip(wait)
-        else:
-            await asyncio.sleep(wait / 1e9)
+    async def _paced(self, n: int) -> AsyncIterator[np.ndarray]:
+        """A recording's frames as they would arrive from a line; fast mode skips the waits when no
+        turn is running."""
+        self.origin_ns = self.clock()
+        for i in range(len(self.samples) // n):
+            wait = self.origin_ns + (i + 1) * n * 1_000_000_000 // RATE - self.clock()
+            if wait > 0 and self.settings.mode == "fast" and not self.busy:
+                self.clock.skip(wait)
+            elif wait > 0:
+                await asyncio.sleep(wait / 1e9)
+            yield self.samples[i * n : (i + 1) * n]
 
-    def _spawn(self, index: int, turn: Turn, previous: asyncio.Task | None) -> asyncio.Task:
-        emit = self.timeline.emit
-        at = lambda sample: self.start_ns + sample * 1_000_000_000 // RATE  # noqa: E731
-        emit(index, "speech_start", t_ns=at(turn.start))
-        emit(index, "t0", t_ns=at(turn.end))
+    def at(self, sample: int) -> int:
+        return self.origin_ns + sample * 1_000_000_000 // RATE
+
+    async def _speech_started(self, detector: TurnDetector) -> None:
+        """The caller starts speaking. Right after an endpoint, before the agent said anything, it is
+        the same turn after a pause: the answer under way is dropped and the turn continues. While the
+        agent answers in live talk, it is a barge-in."""
+        last = self.tasks[-1] if self.tasks else None
+        index = len(self.tasks) - 1
+        if (
+            detector.resuming
+            and last
+            and not last.done()
+            and "first_audio_heard" not in self.timeline.turns[index].anchors
+        ):
+            self.merged.add(index)
+            last.cancel()
+            detector.resume()
+            self.timeline.emit(index, "turn_resumed", t_ns=self.at(detector.start))
+        elif self.settings.barge_in:
+            await self._barge_in(detector.start)
+
+    async def _barge_in(self, start_sample: int) -> None:
+        """The caller speaks while the agent answers: stop the audio and cancel the answer."""
+        running = self.tasks[-1] if self.tasks and not self.tasks[-1].done() else None
+        if not (running or self.speaker.playing):
+            return
+        detected = self.clock()
+        index = len(self.tasks) - 1
+        if running:
+            self.barged.add(index)
+            running.cancel()
+        stopped = await self.speaker.stop()
+        self.timeline.emit(index, "barge_in", t_ns=detected, speech_start_ns=self.at(start_sample),
+                           stopped_ns=stopped, stop_ms=round((stopped - detected) / 1e6, 1))  # fmt: skip
+        self.timeline.turns[index].info["barge_in_stop_ms"] = round((stopped - detected) / 1e6, 1)
+
+    def _spawn(self, turn: Turn) -> None:
+        emit, index = self.timeline.emit, len(self.tasks) - turn.continues
+        if turn.continues:  # the record starts again: t0 and every anchor come from the whole turn
+            self.timeline.turns[index] = TurnRecord(self.name, index)
+            self.tasks.pop()
+            self.merged.discard(index)
+        previous = self.tasks[-1] if self.tasks else None
+        emit(index, "speech_start", t_ns=self.at(turn.start))
+        emit(index, "t0", t_ns=self.at(turn.end))
         emit(index, "endpoint", cut=turn.cut)
         record = self.timeline.turns[index]
         record.info.update(
@@ -143,7 +213,7 @@ class Call:
         )
         record.info.update(self.annotate(turn))
         self.busy += 1
-        return asyncio.create_task(self._turn(index, turn, previous))
+        self.tasks.append(asyncio.create_task(self._turn(index, turn, previous)))
 
     async def _turn(self, index: int, turn: Turn, previous: asyncio.Task | None) -> None:
         record = self.timeline.turns[index]
@@ -151,6 +221,15 @@ class Call:
             if previous:  # the conversation is sequential: this turn's history is the last one's answer
                 await asyncio.shield(previous)
             await asyncio.wait_for(self._answer(index, turn), self.settings.turn_timeout_s)
+        except asyncio.CancelledError:
+            if index in self.merged:
+                return  # the turn goes on in a new task; this one leaves no record
+            heard = "first_useful_audio_heard" in record.anchors
+            record.status = "ok" if heard else "no_answer"
+            record.error = None if heard else "the caller barged in before a useful answer"
+            if index not in self.barged:
+                record.status, record.error = "no_answer", "the session ended before the answer"
+                raise
         except asyncio.TimeoutError:
             record.status = "timeout"
             record.error = f"no complete answer within {self.settings.turn_timeout_s} s"
@@ -158,7 +237,8 @@ class Call:
             record.status, record.error = "error", describe(e)
         finally:
             self.busy -= 1
-            self.timeline.emit(index, "turn_done", status=record.status)
+            if index not in self.merged:  # a continued turn's record comes from its new task
+                self.timeline.emit(index, "turn_done", status=record.status)
 
     async def _answer(self, index: int, turn: Turn) -> None:
         emit, record, clock = self.timeline.emit, self.timeline.turns[index], self.clock
@@ -240,13 +320,13 @@ class Call:
                     continue
             speech = await self.stages.speak(clause.text)
             ready = self.clock()
-            start, end = self.speaker.play(speech.seconds, ready)
+            start, end = await self.speaker.play(speech, ready)
             if not spoken:
                 emit(index, "first_audio_heard", t_ns=start)
             emit(index, "clause", t_ns=ready, text=clause.text, filler=clause.filler, heard_ns=start)
             spoken.append((clause, ready, start))
         if spoken:
-            emit(index, "last_audio_heard", t_ns=self.speaker.busy_until_ns)
+            emit(index, "last_audio_heard", t_ns=end)
         return spoken
 
 

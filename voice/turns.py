@@ -32,6 +32,8 @@ class VadConfig:
     pre_roll_ms: int = 300  # audio kept before the start, so the ASR hears the first syllable
     max_turn_s: float = 30.0  # a turn longer than this is cut (one caller monologue, a stuck VAD)
     tail_db: float = 25.0  # t0 refinement: speech ends where energy falls this far below its level
+    gate_db: float = 30.0  # frames this far below the caller's speech level are not speech (babble)
+    merge_ms: int = 800  # speech resuming within this after an endpoint may continue the turn
 
     def validate(self, rate: int) -> None:
         if rate not in VAD_RATES:
@@ -53,11 +55,21 @@ class Turn:
     decided: int  # the frame at whose end the detector declared the endpoint
     audio: np.ndarray  # pre-roll + speech + hangover, for the ASR
     cut: bool = False  # ended by max_turn_s, not by silence
+    continues: bool = False  # it is the previous turn resumed after a short pause (see `resume`)
+
+
+def frame_db(x: np.ndarray) -> np.ndarray:
+    return 10 * np.log10(np.mean(np.square(x, dtype=np.float64), axis=-1) + 1e-12)
 
 
 class TurnDetector:
     """Feed frames in order with `push(frame)`; it returns a Turn when one ends. `flush()` ends a turn
-    still open when the audio runs out."""
+    still open when the audio runs out.
+
+    A caller who pauses mid-sentence longer than the end window gets an endpoint too early. When speech
+    starts again within `merge_ms` of that endpoint, `resuming` is true: the pipeline may call
+    `resume()` (when the agent has not spoken yet) to make the new speech the continuation of the last
+    turn, so the turn that ends next spans both parts, with all the audio in between."""
 
     def __init__(self, rate: int = 16000, config: VadConfig | None = None):
         import webrtcvad
@@ -74,19 +86,27 @@ class TurnDetector:
         n_pre = self.config.pre_roll_ms // self.config.frame_ms
         self.history: deque[np.ndarray] = deque(maxlen=n_start + n_pre)
         self.pos = 0  # samples consumed
-        self.in_turn = False
+        self.in_turn = self.resuming = self.continues = False
         self.frames: list[np.ndarray] = []
         self.start = self.last_voiced_end = 0
+        self.level_db = -np.inf  # the caller's speech level, learned from finished turns
+        self.last: Turn | None = None  # the last turn, and every frame since, for `resume`
+        self.since_last: list[np.ndarray] = []
 
     def push(self, frame: np.ndarray) -> Turn | None:
         """One frame of float32 samples in [-1, 1] (exactly frame_ms long)."""
         if len(frame) != self.frame_len:
             raise ValueError(f"a VAD frame must be {self.frame_len} samples, not {len(frame)}")
         pcm = (np.clip(frame, -1, 1) * 32767).astype("<i2").tobytes()
-        voiced = self.vad.is_speech(pcm, self.rate)
+        voiced = self.vad.is_speech(pcm, self.rate) and frame_db(frame) >= self.level_db - self.config.gate_db
         frame_start, self.pos = self.pos, self.pos + self.frame_len
         if not self.in_turn:
             self.history.append(frame)
+            if (
+                self.last is not None
+                and self.pos - self.last.decided <= self.config.merge_ms * self.rate // 1000
+            ):
+                self.since_last.append(frame)
             self.window.append(voiced)
             if len(self.window) == self.window.maxlen and sum(self.window) >= self.config.start_ratio * len(
                 self.window
@@ -97,6 +117,9 @@ class TurnDetector:
                 self.last_voiced_end = self.pos if voiced else frame_start
                 self.frames = list(self.history)
                 self.tail.clear()
+                self.resuming = self.last is not None and len(self.since_last) * self.frame_len == (
+                    self.pos - self.last.decided
+                )
             return None
         self.frames.append(frame)
         self.tail.append(voiced)
@@ -108,17 +131,26 @@ class TurnDetector:
         cut = self.pos - self.start >= self.config.max_turn_s * self.rate
         return self._end(cut=cut and not ended) if ended or cut else None
 
+    def resume(self) -> None:
+        """Make the turn just started the continuation of the last one (only while `resuming`)."""
+        if not self.resuming:
+            raise RuntimeError("resume() only right after speech restarts within merge_ms")
+        self.frames = [self.last.audio, *self.since_last]
+        self.start = self.last.start
+        self.continues, self.resuming = True, False
+
     def _refine_end(self, audio: np.ndarray) -> int:
         """The end of speech at 10 ms resolution, searched from 300 ms before the VAD's last voiced
         frame to the endpoint (see the module docstring)."""
         sub = self.rate // 100
         first = self.pos - len(audio)  # sample index of audio[0]
         n = len(audio) // sub
-        db = 10 * np.log10(np.mean(audio[: n * sub].reshape(n, sub).astype(np.float64) ** 2, axis=1) + 1e-12)
+        db = frame_db(audio[: n * sub].reshape(n, sub))
         vad_end = (self.last_voiced_end - first) // sub
         speech, after = db[max(0, (self.start - first) // sub) : vad_end], db[vad_end:]
         if len(speech) == 0 or len(after) == 0:
             return self.last_voiced_end
+        self.level_db = max(self.level_db, float(np.percentile(speech, 90)))
         threshold = max(np.percentile(speech, 90) - self.config.tail_db, np.median(after) + 6)
         lo = max(0, vad_end - 30)
         loud = np.nonzero(db[lo:] >= threshold)[0]
@@ -130,9 +162,9 @@ class TurnDetector:
     def _end(self, cut: bool) -> Turn:
         audio = np.concatenate(self.frames)
         end = self.pos if cut else self._refine_end(audio)
-        turn = Turn(self.start, end, self.pos, audio, cut)
-        self.in_turn = False
+        turn = Turn(self.start, end, self.pos, audio, cut, self.continues)
+        self.in_turn = self.resuming = self.continues = False
         self.window.clear()
         self.history.clear()
-        self.frames = []
+        self.frames, self.last, self.since_last = [], None if cut else turn, []
         return turn
