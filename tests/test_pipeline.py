@@ -20,6 +20,7 @@ from tts.piper import Synthesizer
 from voice.pipeline import Call, Settings, Stages
 from voice.replay import find_calls, run
 from voice.report import tool_correct
+from voice.runlog import read_run
 from voice.timeline import ANCHORS
 
 ALL_ANCHORS = {
@@ -239,3 +240,36 @@ def test_a_pause_mid_sentence_continues_the_turn(tmp_path, models, server):
     assert "1028" in turns[0]["transcript"].replace(" ", "") or "one zero two eight" in turns[0]["transcript"]
     events = [json.loads(line)["event"] for line in (out / "events.jsonl").read_text().splitlines()]
     assert events.count("turn_resumed") == 1 and events.count("turn_done") == 1
+
+
+def test_replay_over_mqtt_is_collected_into_the_same_run(tmp_path, models, server):
+    from tests.test_mqtt import HOST, Broker
+    from voice.collect import collect
+    from voice.mqtt import MqttPublisher
+
+    broker = Broker(tmp_path)
+    broker.start()
+    path = speech_file(models, tmp_path / "m.wav", ["hello", "what time do you open on saturday"])
+    (call,) = find_calls([str(path)])
+
+    async def both() -> dict:
+        subscribed = asyncio.Event()
+        collector = asyncio.create_task(
+            collect(HOST, broker.port, tmp_path / "collected", run="r1", idle_timeout=60,
+                    on_subscribed=subscribed.set)
+        )  # fmt: skip
+        await asyncio.wait_for(subscribed.wait(), 10)
+        publisher = MqttPublisher(HOST, broker.port, "r1")
+        summary = await run(
+            [call], stages(models, server), Settings("fast"), tmp_path / "local", 1, {}, publisher
+        )
+        await asyncio.wait_for(collector, 30)
+        return summary
+
+    try:
+        asyncio.run(both())
+    finally:
+        broker.kill()
+    local, _ = read_run(tmp_path / "local")
+    collected, _ = read_run(tmp_path / "collected")
+    assert len(local) == 2 and collected == local

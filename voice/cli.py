@@ -157,6 +157,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from llm.client import OpenAIChat, ServerProcess
     from tts.piper import Synthesizer
     from voice.environment import environment
+    from voice.mqtt import publisher_from_args
     from voice.pipeline import Settings, Stages
     from voice.replay import find_calls, run
     from voice.report import text_report
@@ -194,7 +195,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
             settings=asdict(settings),
             inputs=args.paths,
         )
-        summary = asyncio.run(run(calls, stages, settings, out, args.concurrency, env))
+        publisher = publisher_from_args(args, out.name, env)  # None without --mqtt
+        summary = asyncio.run(run(calls, stages, settings, out, args.concurrency, env, publisher))
     print(text_report(summary))
     if args.html:
         write_html(out, args.html, summary)
@@ -218,6 +220,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     turns, saved = read_run(args.run)
     summary = summarize(turns, saved.get("environment"))
+    if saved.get("mqtt_gaps"):
+        print(f"ttfat: warning: MQTT messages are missing for {len(saved['mqtt_gaps'])} call(s): "
+              "this collected run is incomplete (see summary.json, mqtt_gaps)", file=sys.stderr)  # fmt: skip
     if args.html:
         write_html(args.run, args.html, summary)
     print(json.dumps(summary, indent=2) if args.json else text_report(summary))
@@ -241,6 +246,9 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from voice.collect import add_collect_parser
+    from voice.mqtt import add_mqtt_args
+
     parser = argparse.ArgumentParser(
         prog="ttfat",
         description="Measure how long a caller waits for a useful answer from a voice agent "
@@ -359,6 +367,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--asr-model", default="tiny.en", help="tiny.en (bundled), base, or a CTranslate2 dir")
     g.add_argument("--turn-timeout", type=float, default=20.0, help="seconds from endpoint to answer (20)")
     g.add_argument("--playback-latency-ms", type=float, default=0.0, help="simulated output latency (0)")
+    add_mqtt_args(p)
     p.set_defaults(func=cmd_replay)
 
     p = sub.add_parser(
@@ -380,6 +389,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("a", metavar="DIR_A")
     p.add_argument("b", metavar="DIR_B")
     p.set_defaults(func=cmd_compare)
+
+    add_collect_parser(sub)
 
     p = sub.add_parser(
         "train", help="train the bundled models (see python -m llm.train --help)", add_help=False

@@ -9,6 +9,7 @@ recorded as a failed turn, and a file that cannot be read as a failed call: noth
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 from collections.abc import Callable
@@ -147,14 +148,27 @@ async def replay_all(
 
 
 async def run(
-    calls: list[CallInput], stages: Stages, settings: Settings, out: Path, concurrency: int, env: dict
+    calls: list[CallInput],
+    stages: Stages,
+    settings: Settings,
+    out: Path,
+    concurrency: int,
+    env: dict,
+    publisher=None,
 ) -> dict:
-    """The whole replay: warm-up (reported, excluded), every call with a progress bar, the summary."""
+    """The whole replay: warm-up (reported, excluded), every call with a progress bar, the summary.
+    With a publisher (`--mqtt`), every event and record also goes out over MQTT."""
+    async with publisher or contextlib.nullcontext():
+        return await _run(calls, stages, settings, RunLog(out, publisher), concurrency, env)
+
+
+async def _run(
+    calls: list[CallInput], stages: Stages, settings: Settings, log: RunLog, concurrency: int, env: dict
+) -> dict:
     from tqdm import tqdm
 
     from voice.report import summarize
 
-    log = RunLog(out)
     try:
         warmup = await stages.warm_up()
     except Exception as e:  # an unreachable server: every turn will record why; the run goes on
