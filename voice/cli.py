@@ -145,62 +145,106 @@ def cmd_bench_llm(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_replay(args: argparse.Namespace) -> int:
-    import asyncio
-    import contextlib
-    import time
+def open_stages(args: argparse.Namespace, stack, settings, **env_extra) -> tuple:
+    """The stages of `replay` and `talk` from their shared options: the LLM server (started here on a
+    free loopback port unless --llm-url), ASR and TTS; and the environment a report must carry."""
     from dataclasses import asdict
-    from pathlib import Path
 
     from asr.whisper import Transcriber
     from llm.agent import Agent
     from llm.client import OpenAIChat, ServerProcess
     from tts.piper import Synthesizer
     from voice.environment import environment
+    from voice.pipeline import Stages
+
+    extra = {k: v for k, v in [("threshold", args.threshold), ("steps", args.steps),
+                               ("block_length", args.block_length)] if v is not None}  # fmt: skip
+    url = args.llm_url
+    if url is None:
+        print(f"ttfat: starting the LLM server ({args.llm_model}) on a free loopback port", file=sys.stderr)
+        url = stack.enter_context(ServerProcess(args.llm_model))
+    llm = OpenAIChat(url, api_key=args.api_key, extra=extra, max_tokens=args.max_tokens)
+    transcriber = Transcriber(args.asr_model)
+    stages = Stages(transcriber, Agent(llm), Synthesizer())
+    llm_info = {
+        "url": args.llm_url or f"ttfat serve --model {args.llm_model} (started by ttfat)",
+        "max_tokens": args.max_tokens,
+        "decoding": extra or "model defaults",
+    }
+    asr_info = {"model": str(transcriber.path), "device": transcriber.device}
+    env = environment(
+        llm=llm_info,
+        asr={**asr_info, "compute": transcriber.compute_type},
+        tts={"voice": str(stages.synthesizer.path)},
+        settings=asdict(settings),
+        **env_extra,
+    )
+    return stages, env
+
+
+def pipeline_settings(args: argparse.Namespace, mode: str, **more):
+    from voice.pipeline import Settings
+    from voice.turns import VadConfig
+
+    vad = VadConfig(args.vad_aggressiveness, args.vad_frame_ms, args.vad_start_ms, end_ms=args.vad_end_ms)
+    vad.validate(16000)
+    settings = Settings(mode, vad, args.turn_timeout, **more)
+    settings.validate()
+    return settings
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    import asyncio
+    import contextlib
+    import time
+    from pathlib import Path
+
     from voice.mqtt import publisher_from_args
-    from voice.pipeline import Settings, Stages
     from voice.replay import find_calls, run
     from voice.report import text_report
-    from voice.turns import VadConfig
 
     channel = args.channel if args.channel == "auto" else int(args.channel)
     calls = find_calls(args.paths, channel)
-    vad = VadConfig(args.vad_aggressiveness, args.vad_frame_ms, args.vad_start_ms, end_ms=args.vad_end_ms)
-    vad.validate(16000)
-    settings = Settings(args.mode, vad, args.turn_timeout, args.playback_latency_ms)
-    settings.validate()
+    settings = pipeline_settings(args, args.mode, playback_latency_ms=args.playback_latency_ms)
     out = Path(args.out or time.strftime("runs/replay-%Y%m%d-%H%M%S"))
-    extra = {k: v for k, v in [("threshold", args.threshold), ("steps", args.steps),
-                               ("block_length", args.block_length)] if v is not None}  # fmt: skip
     with contextlib.ExitStack() as stack:
-        url = args.llm_url
-        if url is None:
-            print(
-                f"ttfat: starting the LLM server ({args.llm_model}) on a free loopback port", file=sys.stderr
-            )
-            url = stack.enter_context(ServerProcess(args.llm_model))
-        llm = OpenAIChat(url, api_key=args.api_key, extra=extra, max_tokens=args.max_tokens)
-        transcriber = Transcriber(args.asr_model)
-        stages = Stages(transcriber, Agent(llm), Synthesizer())
-        llm_info = {"url": args.llm_url or f"ttfat serve --model {args.llm_model} (started by replay)",
-                    "max_tokens": args.max_tokens, "decoding": extra or "model defaults"}  # fmt: skip
-        asr_info = {"model": str(transcriber.path), "device": transcriber.device,
-                    "compute": transcriber.compute_type}  # fmt: skip
-        env = environment(
-            mode=args.mode,
-            concurrency=args.concurrency,
-            llm=llm_info,
-            asr=asr_info,
-            tts={"voice": str(stages.synthesizer.path)},
-            settings=asdict(settings),
-            inputs=args.paths,
-        )
+        stages, env = open_stages(args, stack, settings, mode=args.mode, concurrency=args.concurrency,
+                                  inputs=args.paths)  # fmt: skip
         publisher = publisher_from_args(args, out.name, env)  # None without --mqtt
         summary = asyncio.run(run(calls, stages, settings, out, args.concurrency, env, publisher))
     print(text_report(summary))
     if args.html:
         write_html(out, args.html, summary)
     print(f"\nrun directory: {out}  (ttfat report {out} --html report.html)")
+    return 0
+
+
+def cmd_talk(args: argparse.Namespace) -> int:
+    import asyncio
+    import contextlib
+    import time
+    from pathlib import Path
+
+    from voice.live import DeviceSpeaker, Microphone, device_arg, list_devices
+    from voice.mqtt import publisher_from_args
+    from voice.report import text_report
+    from voice.talk import talk
+
+    if args.list_devices:
+        print(list_devices())
+        return 0
+    settings = pipeline_settings(args, "realtime", barge_in=not args.no_barge_in)
+    out = Path(args.out or time.strftime("runs/talk-%Y%m%d-%H%M%S"))
+    mic = Microphone(device_arg(args.input_device), settings.vad.frame_ms)
+    with contextlib.ExitStack() as stack:
+        speaker = DeviceSpeaker(device_arg(args.output_device))
+        stack.callback(speaker.close)
+        devices = {"input": args.input_device, "output": args.output_device, "latency_ms": speaker.latency_ms}
+        stages, env = open_stages(args, stack, settings, mode="live", devices=devices)
+        publisher = publisher_from_args(args, out.name, env)
+        summary = asyncio.run(talk(stages, settings, out, mic, speaker, env, publisher, args.seconds))
+    print(text_report(summary))
+    print(f"\nrun directory: {out}")
     return 0
 
 
@@ -243,6 +287,28 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     train_main(args.train_args)
     return 0
+
+
+def _add_pipeline_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("LLM")
+    g.add_argument(
+        "--llm-url", help="an OpenAI-compatible base URL; default: start ttfat serve on a free port"
+    )
+    g.add_argument(
+        "--llm-model", default="bundled", help="model for the local server: bundled, bundled-ar, DIR"
+    )
+    g.add_argument("--api-key", default="none")
+    g.add_argument("--max-tokens", type=int, default=64, help="answer token budget (default 64)")
+    g.add_argument("--threshold", type=float, help="decoding threshold sent with each request")
+    g.add_argument("--steps", type=int, help="denoising steps sent with each request")
+    g.add_argument("--block-length", type=int, help="block length sent with each request")
+    g = p.add_argument_group("turn detection, ASR, playback")
+    g.add_argument("--vad-aggressiveness", type=int, default=3, help="webrtcvad mode 0-3 (default 3)")
+    g.add_argument("--vad-frame-ms", type=int, default=30, help="10, 20 or 30 (default 30)")
+    g.add_argument("--vad-start-ms", type=int, default=150, help="voiced window that starts a turn (150)")
+    g.add_argument("--vad-end-ms", type=int, default=300, help="unvoiced window that ends a turn (300)")
+    g.add_argument("--asr-model", default="tiny.en", help="tiny.en (bundled), base, or a CTranslate2 dir")
+    g.add_argument("--turn-timeout", type=float, default=20.0, help="seconds from endpoint to answer (20)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -347,28 +413,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="run directory (default runs/replay-DATE-TIME)")
     p.add_argument("--channel", default="auto", help="caller channel of stereo files: auto (loudest), 0, 1")
     p.add_argument("--html", metavar="FILE", help="also write the HTML report (waterfall, CDFs)")
-    g = p.add_argument_group("LLM")
-    g.add_argument(
-        "--llm-url", help="an OpenAI-compatible base URL; default: start ttfat serve on a free port"
-    )
-    g.add_argument(
-        "--llm-model", default="bundled", help="model for the local server: bundled, bundled-ar, DIR"
-    )
-    g.add_argument("--api-key", default="none")
-    g.add_argument("--max-tokens", type=int, default=64, help="answer token budget (default 64)")
-    g.add_argument("--threshold", type=float, help="decoding threshold sent with each request")
-    g.add_argument("--steps", type=int, help="denoising steps sent with each request")
-    g.add_argument("--block-length", type=int, help="block length sent with each request")
-    g = p.add_argument_group("turn detection, ASR, playback")
-    g.add_argument("--vad-aggressiveness", type=int, default=3, help="webrtcvad mode 0-3 (default 3)")
-    g.add_argument("--vad-frame-ms", type=int, default=30, help="10, 20 or 30 (default 30)")
-    g.add_argument("--vad-start-ms", type=int, default=150, help="voiced window that starts a turn (150)")
-    g.add_argument("--vad-end-ms", type=int, default=300, help="unvoiced window that ends a turn (300)")
-    g.add_argument("--asr-model", default="tiny.en", help="tiny.en (bundled), base, or a CTranslate2 dir")
-    g.add_argument("--turn-timeout", type=float, default=20.0, help="seconds from endpoint to answer (20)")
-    g.add_argument("--playback-latency-ms", type=float, default=0.0, help="simulated output latency (0)")
+    _add_pipeline_args(p)
+    p.add_argument("--playback-latency-ms", type=float, default=0.0, help="simulated output latency (0)")
     add_mqtt_args(p)
     p.set_defaults(func=cmd_replay)
+
+    p = sub.add_parser(
+        "talk",
+        help="talk to the local voice agent through microphone and speaker",
+        description="Live conversation: microphone -> turns -> ASR -> agent -> TTS -> speaker, with the same "
+        "run directory and report as replay. Speaking while the agent talks interrupts it (barge-in). "
+        "Use headphones: there is no echo cancellation, so the agent would interrupt itself. Ctrl-C ends "
+        "the session and writes the report. Example: ttfat talk --list-devices; ttfat talk --input-device 2",
+    )
+    p.add_argument("--list-devices", action="store_true", help="list audio devices and exit")
+    p.add_argument("--input-device", help="microphone: index or name (default: the system default)")
+    p.add_argument("--output-device", help="speaker: index or name (default: the system default)")
+    p.add_argument("--out", help="run directory (default runs/talk-DATE-TIME)")
+    p.add_argument("--no-barge-in", action="store_true", help="do not stop the agent when the caller speaks")
+    p.add_argument("--seconds", type=float, help="end the session after this long (default: Ctrl-C)")
+    _add_pipeline_args(p)
+    add_mqtt_args(p)
+    p.set_defaults(func=cmd_talk)
 
     p = sub.add_parser(
         "report",
@@ -409,7 +475,7 @@ def main(argv: list[str] | None = None) -> int:
     except CheckpointError as e:
         print(f"ttfat: {e}", file=sys.stderr)
         return 2
-    except (ValueError, FileNotFoundError) as e:
+    except (ValueError, FileNotFoundError, RuntimeError) as e:  # AudioDeviceError, model errors
         print(f"ttfat: {e}", file=sys.stderr)
         return 2
 

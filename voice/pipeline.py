@@ -189,13 +189,14 @@ class Call:
             return
         detected = self.clock()
         index = len(self.tasks) - 1
+        stopped = await self.speaker.stop()
+        stop_ms = round((stopped - detected) / 1e6, 1)
+        self.timeline.turns[index].info["barge_in_stop_ms"] = stop_ms
+        self.timeline.emit(index, "barge_in", t_ns=detected, speech_start_ns=self.at(start_sample),
+                           stopped_ns=stopped, stop_ms=stop_ms)  # fmt: skip
         if running:
             self.barged.add(index)
             running.cancel()
-        stopped = await self.speaker.stop()
-        self.timeline.emit(index, "barge_in", t_ns=detected, speech_start_ns=self.at(start_sample),
-                           stopped_ns=stopped, stop_ms=round((stopped - detected) / 1e6, 1))  # fmt: skip
-        self.timeline.turns[index].info["barge_in_stop_ms"] = round((stopped - detected) / 1e6, 1)
 
     def _spawn(self, turn: Turn) -> None:
         emit, index = self.timeline.emit, len(self.tasks) - turn.continues
@@ -219,7 +220,7 @@ class Call:
         record = self.timeline.turns[index]
         try:
             if previous:  # the conversation is sequential: this turn's history is the last one's answer
-                await asyncio.shield(previous)
+                await asyncio.wait([previous])
             await asyncio.wait_for(self._answer(index, turn), self.settings.turn_timeout_s)
         except asyncio.CancelledError:
             if index in self.merged:
@@ -327,6 +328,8 @@ class Call:
             spoken.append((clause, ready, start))
         if spoken:
             emit(index, "last_audio_heard", t_ns=end)
+            if self.settings.barge_in:  # live: the turn lasts until it is heard, so the caller can cut it
+                await asyncio.sleep(max(0, end - self.clock()) / 1e9)
         return spoken
 
 

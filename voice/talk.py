@@ -1,0 +1,66 @@
+"""`ttfat talk`: one live call through the same pipeline, run directory and report as replay.
+
+The console is one more observer of the timeline: it prints the caller's words when the transcript is
+final, and the answer with its timings when the turn is done. Ctrl-C (or `--seconds`) ends the call;
+turns still running are recorded as unanswered and the run directory is completed either way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+from voice.pipeline import Call, Settings, Stages
+from voice.report import summarize
+from voice.runlog import RunLog
+from voice.timeline import Event, Timeline
+
+
+def console(timeline: Timeline, out=sys.stdout):
+    """An observer that shows the conversation and each turn's timings as they happen."""
+
+    def show(event: Event) -> None:
+        if event.name == "asr_final":
+            print(f"caller: {event.data.get('text') or '(no words)'}", file=out, flush=True)
+        elif event.name == "barge_in":
+            print(f"  (barge-in: playback stopped {event.data['stop_ms']:.0f} ms after you spoke)", file=out)
+        elif event.name == "turn_done":
+            record = timeline.turns[event.turn]
+            ms = record.ms()
+            fmt = lambda key: "-" if ms[key] is None else f"{ms[key]:.0f} ms"  # noqa: E731
+            print(f"agent:  {record.answer or '(' + (record.error or record.status) + ')'}", file=out)
+            print(
+                f"  endpoint {fmt('endpoint_ms')} · ASR {fmt('asr_ms')} · TTFAT {fmt('ttfat_ms')} · "
+                f"first useful audio {fmt('first_useful_audio_ms')}  [{record.status}]",
+                file=out,
+                flush=True,
+            )
+
+    return show
+
+
+async def talk(
+    stages: Stages,
+    settings: Settings,
+    out,
+    microphone,
+    speaker,
+    env: dict,
+    publisher=None,
+    seconds: float | None = None,
+) -> dict:
+    import contextlib
+
+    async with publisher or contextlib.nullcontext():
+        log = RunLog(out, publisher)
+        warmup = await stages.warm_up()
+        call = Call("talk", None, stages, settings, speaker=speaker)
+        log.watch(call.timeline)
+        call.timeline.observers.append(console(call.timeline))
+        print("ttfat: listening (Ctrl-C ends the call)", file=sys.stderr, flush=True)
+        # the end of the call (Ctrl-C or --seconds): every turn already has its record
+        with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, KeyboardInterrupt):
+            await asyncio.wait_for(call.run(microphone), seconds)
+        summary = summarize(log.records, {**env, "warmup_ms (excluded)": warmup})
+        log.close(summary)
+    return summary
