@@ -177,3 +177,28 @@ def test_barge_in_stops_playback_and_records_its_latency(pulse, tmp_path):
     late = [c for t, c in capture.chunks if barge["stopped_ns"] + 200e6 < t < next_answer and np.any(c)]
     assert not late
     assert turns[0]["barge_in_stop_ms"] == barge["stop_ms"] and turns[1]["transcript"]
+
+
+def test_devices_are_listed_and_a_wrong_one_is_explained(pulse):
+    run = lambda *a: subprocess.run([sys.executable, "-m", "voice.cli", "talk", *a], env=pulse,  # noqa: E731
+                                    capture_output=True, text=True, timeout=60)  # fmt: skip
+    listed = run("--list-devices")
+    assert listed.returncode == 0 and "pulse" in listed.stdout
+    wrong = run("--input-device", "no such microphone")
+    assert wrong.returncode == 2 and "cannot open the microphone no such microphone" in wrong.stderr
+
+
+def test_missing_portaudio_is_explained(monkeypatch):
+    """Without PortAudio, `import sounddevice` raises OSError: injected here, since the library is
+    installed on this machine."""
+    from voice.live import AudioDeviceError, sounddevice
+
+    class NoPortAudio:
+        def find_spec(self, name, path=None, target=None):
+            if name == "sounddevice":
+                raise OSError("PortAudio library not found")
+
+    monkeypatch.setattr(sys, "meta_path", [NoPortAudio(), *sys.meta_path])
+    monkeypatch.delitem(sys.modules, "sounddevice", raising=False)
+    with pytest.raises(AudioDeviceError, match="apt-get install libportaudio2"):
+        sounddevice()

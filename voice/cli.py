@@ -169,8 +169,16 @@ def open_stages(args: argparse.Namespace, stack, settings, **env_extra) -> tuple
     llm_info = {
         "url": args.llm_url or f"ttfat serve --model {args.llm_model} (started by ttfat)",
         "max_tokens": args.max_tokens,
-        "decoding": extra or "model defaults",
+        "decoding": extra or "the server's defaults",
     }
+    if args.llm_url is None:  # our server: say what those defaults are
+        from llm.checkpoint import read_config, resolve_model
+        from llm.params import GenerationParams
+
+        path = resolve_model(args.llm_model)
+        p = asdict(GenerationParams(gen_length=args.max_tokens, **extra).resolve(read_config(path)))
+        keys = ("steps", "block_length", "threshold", "factor", "cache")
+        llm_info |= {"model": str(path), "decoding": {k: p[k] for k in keys}}
     asr_info = {"model": str(transcriber.path), "device": transcriber.device}
     env = environment(
         llm=llm_info,

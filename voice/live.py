@@ -51,39 +51,38 @@ def stream_to_monotonic(stream_time: float, now_stream: float) -> int:
 
 class Microphone:
     """Frames of `frame_ms` at 16 kHz mono, each stamped on the monotonic clock; `origin_ns` is when
-    sample 0 was captured, so sample n was captured at origin_ns + n / 16000 s."""
+    sample 0 was captured, so sample n was captured at origin_ns + n / 16000 s. The device is opened
+    at once (a wrong device fails before anything else starts) and started by `frames()`."""
 
     def __init__(self, device: int | str | None = None, frame_ms: int = 30):
-        self.sd, self.device = sounddevice(), device
-        self.frame_len = RATE * frame_ms // 1000
-        self.origin_ns = 0
-        self.overflows = 0
-
-    async def frames(self) -> AsyncIterator[np.ndarray]:
-        loop, queue = asyncio.get_running_loop(), asyncio.Queue()
-
-        def callback(indata, frames, time_info, status) -> None:
-            if status.input_overflow:
-                self.overflows += 1
-            if not self.origin_ns:
-                self.origin_ns = stream_to_monotonic(time_info.inputBufferAdcTime, time_info.currentTime)
-            loop.call_soon_threadsafe(queue.put_nowait, indata[:, 0].copy())
-
+        sd = sounddevice()
+        self.origin_ns = self.overflows = 0
+        self.queue: asyncio.Queue | None = None
         try:
-            stream = self.sd.InputStream(
+            self.stream = sd.InputStream(
                 samplerate=RATE,
                 channels=1,
                 dtype="float32",
-                device=self.device,
-                blocksize=self.frame_len,
+                device=device,
+                blocksize=RATE * frame_ms // 1000,
                 latency="low",
-                callback=callback,
+                callback=self._callback,
             )
-        except Exception as e:  # PortAudioError, ValueError for an unknown device
-            raise AudioDeviceError(f"cannot open the microphone {self.device or '(default)'}: {e}") from e
-        with stream:
+        except Exception as e:  # PortAudioError, or ValueError for an unknown device
+            raise AudioDeviceError(f"cannot open the microphone {device or '(default)'}: {e}") from e
+
+    def _callback(self, indata, frames, time_info, status) -> None:
+        if status.input_overflow:
+            self.overflows += 1
+        if not self.origin_ns:
+            self.origin_ns = stream_to_monotonic(time_info.inputBufferAdcTime, time_info.currentTime)
+        self.loop.call_soon_threadsafe(self.queue.put_nowait, indata[:, 0].copy())
+
+    async def frames(self) -> AsyncIterator[np.ndarray]:
+        self.loop, self.queue = asyncio.get_running_loop(), asyncio.Queue()
+        with self.stream:
             while True:
-                yield await queue.get()
+                yield await self.queue.get()
 
 
 class DeviceSpeaker:
@@ -91,12 +90,12 @@ class DeviceSpeaker:
     `stop` cuts it (barge-in) and says when silence reached the listener."""
 
     def __init__(self, device: int | str | None = None, rate: int = 22050):
-        self.sd, self.rate = sounddevice(), rate
+        self.rate = rate
         self.lock = threading.Lock()
         self.queue: deque[list] = deque()  # [samples, position, start future, loop]
         self.stopping: list = []  # futures waiting for the first silent buffer
         try:
-            self.stream = self.sd.OutputStream(
+            self.stream = sounddevice().OutputStream(
                 samplerate=rate,
                 channels=1,
                 dtype="int16",

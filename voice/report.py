@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+import textwrap
 
 from llm.spoken import ONES
 
@@ -189,7 +190,11 @@ def text_report(summary: dict) -> str:
         lines.append(f"error: {error}")
     env = summary.get("environment") or {}
     if env:
-        lines += ["", "environment: " + "; ".join(f"{k} {v}" for k, v in _flat(env).items())]
+        lines += ["", "environment:"]
+        for key, value in env.items():
+            flat = _flat(value) if isinstance(value, dict) else {"": value}
+            text = "; ".join(f"{k} {v}".strip() for k, v in flat.items())
+            lines += textwrap.wrap(f"{key}: {text}", 110, initial_indent="  ", subsequent_indent="    ")
     return "\n".join(lines)
 
 
