@@ -17,24 +17,11 @@ from voice.collect import add_collect_parser, collect, ranges
 from voice.mqtt import MqttPublisher, parse_host
 from voice.report import summarize
 from voice.runlog import RunLog, read_run
-from voice.timeline import Timeline, TurnRecord
+from voice.timeline import ANCHORS, AUDIO_ORDER, Timeline, TurnRecord
 
 MOSQUITTO = shutil.which("mosquitto") or shutil.which("mosquitto", path="/usr/sbin:/usr/local/sbin")
 HOST = "127.0.0.1"
-STEPS = [
-    "t0",
-    "endpoint",
-    "asr_final",
-    "llm_request",
-    "first_token",
-    "first_answer_token",
-    "first_useful_token",
-    "llm_done",
-    "tts_first_audio",
-    "first_audio_heard",
-    "first_useful_audio_heard",
-    "last_audio_heard",
-]
+STEPS = [*ANCHORS, *AUDIO_ORDER]  # every anchor of a turn, in order
 
 
 def free_port() -> int:
