@@ -16,6 +16,7 @@ uses (a stable hash puts ~15% of each into heldout).
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import json
 import math
@@ -24,6 +25,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from llm.phrasing import compose, extra_missing_products
 from llm.spoken import ID_FORMS, digits, parse_order_id, say_order_id
 from llm.store import STATUSES, STORE_NAME, SYSTEM_PROMPT, Store
 
@@ -644,6 +646,34 @@ def all_template_groups() -> list[str]:
     return list(USER_TEMPLATES) + [f"no_id:{k}" for k in NO_ID_TEMPLATES] + ["id_reply"]
 
 
+def _words(text: str) -> str:
+    """Space-padded, apostrophe-free words, so substring tests respect word boundaries."""
+    return " " + " ".join(text.lower().replace("'", "").split()) + " "
+
+
+@functools.cache
+def _heldout_phrasings() -> tuple[str, ...]:
+    return tuple(_words(t) for g in all_template_groups() for t in templates_for(g, "heldout"))
+
+
+def leaks_heldout(template: str) -> bool:
+    """Whether a training phrasing is a held-out template of any group, or (both at least three words
+    long) contains one or is contained in one. Apostrophes and spacing do not count as a difference."""
+    t = _words(template)
+    for h in _heldout_phrasings():
+        if t == h or (min(len(t.split()), len(h.split())) >= 3 and (h in t or t in h)):
+            return True
+    return False
+
+
+def _overlaps_any(name: str, others: list[str]) -> bool:
+    words = set(name.split())
+    return any(words <= set(o.split()) or set(o.split()) <= words for o in others)
+
+
+HELDOUT_MISSING = split_items(MISSING_PRODUCTS, "missing_product", "heldout")
+
+
 # ---------------------------------------------------------------------------------------------
 # ASR-style noise
 # ---------------------------------------------------------------------------------------------
@@ -755,6 +785,21 @@ def noisy(template: str, rng: random.Random, slots: dict[str, str], *, light: bo
     return text.lower()
 
 
+def asr_rewrite(template: str, rng: random.Random) -> str:
+    """A casual or misheard variant: one contraction or phrase rewritten, or one small word dropped."""
+    words = template.split()
+    droppable = [i for i, w in enumerate(words) if w in DROPPABLE]
+    if droppable and rng.random() < 0.4:
+        del words[rng.choice(droppable)]
+        return " ".join(words)
+    text = f" {template} "
+    hits = [k for k in ASR_REWRITES if f" {k} " in text]
+    if not hits:
+        return template
+    k = rng.choice(hits)
+    return text.replace(f" {k} ", f" {rng.choice(ASR_REWRITES[k])} ", 1).strip()
+
+
 def _n_words(text: str) -> int:
     return len(text.split())
 
@@ -811,8 +856,33 @@ INTENT_WEIGHTS = {
     "agent": 3,
     "out_of_scope": 5,
 }
+# Train only: more of the intents held-out phrasings confused (greetings, ids of three or five digits,
+# out-of-scope questions, product names never seen). The heldout split keeps INTENT_WEIGHTS.
+TRAIN_INTENT_WEIGHTS = {
+    **INTENT_WEIGHTS,
+    "bad_order_id": 7,
+    "greeting": 5,
+    "out_of_scope": 9,
+    "unknown_product": 5,
+}
 HISTORY_FRACTION = 0.25
 MAX_USER_WORDS = 25
+# Train only: share of user turns phrased by llm.phrasing instead of a hand-written template.
+COMPOSED_FRACTION = 0.6
+# Train only: ASR-style rewrites of a template (contractions, casual forms) and droppable words.
+ASR_REWRITES = {
+    "what's": ["whats", "what is"],
+    "where's": ["wheres", "where is"],
+    "i'm": ["im", "i am"],
+    "i'd": ["i would", "id"],
+    "don't": ["dont", "do not"],
+    "want to": ["wanna"],
+    "going to": ["gonna"],
+    "can you": ["could you", "can ya"],
+    "do you": ["you", "d you"],
+    "my": ["me", "mah"],
+}
+DROPPABLE = {"the", "my", "a", "an", "is", "it", "of", "on", "you", "to", "do", "can"}
 
 
 _NO_PLURAL_ENDINGS = ("s", "f", "fe", "y", "o", "ss")
@@ -853,16 +923,39 @@ class _Generator:
             for p in split_items(MISSING_PRODUCTS, "missing_product", split)
             if store.find_product(p) is None
         ]
-        self.intents = list(INTENT_WEIGHTS)
-        self.weights = [INTENT_WEIGHTS[i] for i in self.intents]
+        if split == "train":
+            self.missing += [
+                p
+                for p in extra_missing_products(random.Random(f"ttfat-missing:{seed}"))
+                if store.find_product(p) is None and not _overlaps_any(p, HELDOUT_MISSING)
+            ]
+        weights = TRAIN_INTENT_WEIGHTS if split == "train" else INTENT_WEIGHTS
+        self.intents = list(weights)
+        self.weights = [weights[i] for i in self.intents]
 
     # -- user text -------------------------------------------------------------------------
+
+    def _template(self, group: str) -> str:
+        """A phrasing for a template group: train mixes in compositions and ASR rewrites that never
+        touch a held-out template; heldout draws its own templates exactly as before."""
+        rng = self.rng
+        if self.split != "train":
+            return rng.choice(self.templates[group])
+        template = rng.choice(self.templates[group])
+        if rng.random() < COMPOSED_FRACTION:
+            composed = (compose(group, rng) for _ in range(20))
+            template = next((t for t in composed if not leaks_heldout(t)), template)
+        if rng.random() < 0.25:
+            rewritten = asr_rewrite(template, rng)
+            if not leaks_heldout(rewritten):
+                return rewritten
+        return template
 
     def _user_with_id(self, group: str, order_id: str | None, *, bad: bool = False) -> tuple[str, str]:
         """(text, template) for an order question; the id must parse back exactly (or not at all)."""
         rng = self.rng
         for _ in range(50):
-            template = rng.choice(self.templates[group])
+            template = self._template(group)
             if order_id is None:
                 slot = {}
             else:
@@ -889,7 +982,7 @@ class _Generator:
     # -- pieces ----------------------------------------------------------------------------
 
     def _direct(self, intent: str) -> tuple[str, str, str, list[str]]:
-        template = self.rng.choice(self.templates[intent])
+        template = self._template(intent)
         light = intent in ("greeting", "thanks", "goodbye") and self.rng.random() < 0.5
         text = noisy(template, self.rng, {}, light=light)
         answer, facts = DIRECT_ANSWERS[intent]
@@ -923,7 +1016,7 @@ class _Generator:
 
     def _stock_text(self, name: str) -> tuple[str, str]:
         for _ in range(20):
-            template = self.rng.choice(self.templates["stock"])
+            template = self._template("stock")
             text = noisy(template, self.rng, {"product": self._product_mention(name)})
             if _n_words(text) <= MAX_USER_WORDS:
                 return text, template

@@ -72,7 +72,8 @@ def judge(engine: Engine, example: Example, token_ids: list[int]) -> tuple[bool,
 
 
 def score(engine: Engine, examples: list[Example], params: GenerationParams, setting: str, batch: int = 16,
-          timed: int = 20) -> Scores:  # fmt: skip
+          timed: int = 20, failures: list[dict] | None = None) -> Scores:  # fmt: skip
+    """Accuracy and speed of one setting; wrong replies are appended to ``failures`` when given."""
     tok = engine.tokenizer
     prompts = [tok.encode_chat(e.messages) for e in examples]
     tool_ok, ans_ok, exact = [], [], []
@@ -82,6 +83,10 @@ def score(engine: Engine, examples: list[Example], params: GenerationParams, set
             examples[i : i + batch], engine.generate(prompts[i : i + batch], params), strict=True
         ):
             ok, ex_ok = judge(engine, ex, gen.token_ids)
+            if failures is not None and not ok:
+                failures.append({"setting": setting, "intent": ex.intent, "meta": ex.meta,
+                                 "user": ex.messages[-1]["content"], "want": ex.target,
+                                 "got": tok.decode(gen.token_ids, skip_special_tokens=False)})  # fmt: skip
             (tool_ok if ex.target.get("tool_calls") else ans_ok).append(ok)
             exact.append(ex_ok)
             tokens += len(gen.token_ids) + 1  # + the end-of-sequence token it committed
@@ -178,9 +183,11 @@ def sweep(model_dir, ar_dir, n: int, out: Path) -> dict:
         ("fixed 4 tokens/step", GenerationParams(steps=16)),
     ]
     results = []
+    failures: list[dict] = []  # of the default setting and the AR twin, to see what goes wrong
     print(HEADER)
     for name, params in tqdm(settings, desc="settings", leave=False):
-        results.append(score(engine, examples, params, f"diffusion {name}"))
+        fails = failures if name == "threshold 0.9 (default)" else None
+        results.append(score(engine, examples, params, f"diffusion {name}", failures=fails))
         tqdm.write(results[-1].row())
     results.append(
         score(engine, unseen_products, GenerationParams(threshold=0.9), "diffusion 0.9, unseen products")
@@ -188,7 +195,9 @@ def sweep(model_dir, ar_dir, n: int, out: Path) -> dict:
     print(results[-1].row())
     if ar_dir is not None:
         ar = Engine(ar_dir)
-        results.append(score(ar, examples, GenerationParams(steps=64), "autoregressive twin"))
+        results.append(
+            score(ar, examples, GenerationParams(steps=64), "autoregressive twin", failures=failures)
+        )
         print(results[-1].row())
         results.append(score(ar, unseen_products, GenerationParams(steps=64), "AR twin, unseen products"))
         print(results[-1].row())
@@ -197,8 +206,9 @@ def sweep(model_dir, ar_dir, n: int, out: Path) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     summary = {"examples": n, "results": [r.__dict__ for r in results], "real_out_of_scope": oos}
     (out / "eval.json").write_text(json.dumps(summary, indent=2) + "\n")
+    (out / "failures.jsonl").write_text("".join(json.dumps(f) + "\n" for f in failures))
     plot(results, out / "steps_vs_quality.png")
-    print(f"wrote {out / 'eval.json'} and {out / 'steps_vs_quality.png'}")
+    print(f"wrote {out / 'eval.json'}, {out / 'failures.jsonl'} and {out / 'steps_vs_quality.png'}")
     return summary
 
 
