@@ -93,7 +93,7 @@ def test_realtime_replay_of_a_recorded_call_end_to_end(tmp_path, models, server)
         assert turn["first_useful_audio_ms"] >= turn["first_useful_token_ms"] >= turn["ttfat_ms"] > 0
     events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
     names = [e["event"] for e in events if e["turn"] == 0]
-    assert names[:4] == ["speech_start", "t0", "endpoint", "asr_final"] and names[-1] == "turn_done"
+    assert names[:4] == ["speech_start", "t0", "endpoint", "asr_final"] and names.count("turn_done") == 1
     assert summary["success_rate"] == 1.0 and summary["metrics"]["ttfat_ms"]["n"] == 2
     assert (out / "summary.json").is_file()
 

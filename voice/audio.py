@@ -6,6 +6,7 @@ any sample rate work the same way; resampling uses soxr (never linear interpolat
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,17 +98,25 @@ def to_pcm16(samples: np.ndarray) -> bytes:
 class SimulatedSpeaker:
     """Replay's playback device: it plays each piece of audio when it arrives (plus the output latency)
     or when the previous piece ends, at real-time rate. It never blocks; it says when each piece is
-    heard, on the call's clock."""
+    heard, on the call's clock. A caller who speaks while it plays cuts it (barge-in), as in a live call."""
 
-    def __init__(self, latency_ms: float = 0.0):
+    def __init__(self, latency_ms: float = 0.0, clock=time.monotonic_ns):
         self.latency_ns = int(latency_ms * 1e6)
         self.busy_until_ns = 0
-        self.playing = False  # a recording cannot barge in, so nothing asks it to stop
+        self.clock = clock
+
+    @property
+    def playing(self) -> bool:
+        return self.busy_until_ns > self.clock()
 
     async def play(self, speech, ready_ns: int) -> tuple[int, int]:
         start = max(ready_ns + self.latency_ns, self.busy_until_ns)
         self.busy_until_ns = start + int(speech.seconds * 1e9)
         return start, self.busy_until_ns
 
+    async def drain(self, end_ns: int) -> None:
+        """Nothing to wait for: the heard times are computed, not lived."""
+
     async def stop(self) -> int:
-        raise NotImplementedError("replay has no barge-in")
+        self.busy_until_ns = min(self.busy_until_ns, self.clock())
+        return self.clock()

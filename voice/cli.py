@@ -196,7 +196,7 @@ def pipeline_settings(args: argparse.Namespace, mode: str, **more):
 
     vad = VadConfig(args.vad_aggressiveness, args.vad_frame_ms, args.vad_start_ms, end_ms=args.vad_end_ms)
     vad.validate(16000)
-    settings = Settings(mode, vad, args.turn_timeout, **more)
+    settings = Settings(mode, vad, args.turn_timeout, barge_in=not args.no_barge_in, **more)
     settings.validate()
     return settings
 
@@ -241,7 +241,7 @@ def cmd_talk(args: argparse.Namespace) -> int:
     if args.list_devices:
         print(list_devices())
         return 0
-    settings = pipeline_settings(args, "realtime", barge_in=not args.no_barge_in)
+    settings = pipeline_settings(args, "realtime")
     out = Path(args.out or time.strftime("runs/talk-%Y%m%d-%H%M%S"))
     mic = Microphone(device_arg(args.input_device), settings.vad.frame_ms)
     with contextlib.ExitStack() as stack:
@@ -317,6 +317,7 @@ def _add_pipeline_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--vad-end-ms", type=int, default=300, help="unvoiced window that ends a turn (300)")
     g.add_argument("--asr-model", default="tiny.en", help="tiny.en (bundled), base, or a CTranslate2 dir")
     g.add_argument("--turn-timeout", type=float, default=20.0, help="seconds from endpoint to answer (20)")
+    g.add_argument("--no-barge-in", action="store_true", help="do not stop the agent when the caller speaks")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -438,7 +439,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--input-device", help="microphone: index or name (default: the system default)")
     p.add_argument("--output-device", help="speaker: index or name (default: the system default)")
     p.add_argument("--out", help="run directory (default runs/talk-DATE-TIME)")
-    p.add_argument("--no-barge-in", action="store_true", help="do not stop the agent when the caller speaks")
     p.add_argument("--seconds", type=float, help="end the session after this long (default: Ctrl-C)")
     _add_pipeline_args(p)
     add_mqtt_args(p)

@@ -123,6 +123,10 @@ class DeviceSpeaker:
         start = await started
         return start, start + int(speech.seconds * 1e9)
 
+    async def drain(self, end_ns: int) -> None:
+        """Wait until the audio queued so far has been heard (a barge-in can still cut it)."""
+        await asyncio.sleep(max(0, end_ns - time.monotonic_ns()) / 1e9)
+
     async def stop(self) -> int:
         """Audio not yet heard is dropped; whoever waits on it is cancelled by its own caller."""
         loop = asyncio.get_running_loop()

@@ -40,7 +40,7 @@ class Settings:
     playback_latency_ms: float = 0.0  # the simulated device's output latency
     min_clause_words: int = 4
     filler_grace_ms: float = 400.0  # a filler is spoken only if no useful words follow within this
-    barge_in: bool = False  # live talk: caller speech stops playback and cancels the answer
+    barge_in: bool = True  # caller speech during an answer stops playback and cancels the answer
 
     def validate(self) -> None:
         if self.mode not in MODES:
@@ -87,6 +87,9 @@ class Speaker(Protocol):
     @property
     def playing(self) -> bool: ...
 
+    async def drain(self, end_ns: int) -> None:
+        """Return once the audio queued so far has been heard (live), or at once (simulated)."""
+
     async def stop(self) -> int:
         """Cut playback; return the time silence starts being heard."""
 
@@ -116,7 +119,7 @@ class Call:
         self.clock = CallClock()
         self.timeline = timeline or Timeline(name, self.clock)
         self.timeline.clock = self.clock
-        self.speaker = speaker or SimulatedSpeaker(settings.playback_latency_ms)
+        self.speaker = speaker or SimulatedSpeaker(settings.playback_latency_ms, self.clock)
         self.annotate = annotate or (lambda turn: {})
         self.history: list[dict] = []
         self.busy = 0  # turns in flight: fast mode never skips time under them
@@ -328,8 +331,7 @@ class Call:
             spoken.append((clause, ready, start))
         if spoken:
             emit(index, "last_audio_heard", t_ns=end)
-            if self.settings.barge_in:  # live: the turn lasts until it is heard, so the caller can cut it
-                await asyncio.sleep(max(0, end - self.clock()) / 1e9)
+            await self.speaker.drain(end)  # live: the turn lasts until heard, so a barge-in can cut it
         return spoken
 
 
