@@ -74,8 +74,11 @@ class References:
     def __init__(self, turns: list[dict] | None):
         self.turns = turns or []
         self.used: set[int] = set()
+        self.by_start: dict[int, int] = {}  # a continued turn keeps its start: it takes over the match
 
     def annotate(self, turn: Turn) -> dict:
+        if turn.continues and turn.start in self.by_start:
+            self.used.discard(self.by_start.pop(turn.start))
         start, end = turn.start / RATE, turn.end / RATE
         overlap = lambda r: min(end, r["speech_end_s"]) - max(start, r["speech_start_s"])  # noqa: E731
         best = max(
@@ -86,6 +89,7 @@ class References:
         if best is None or overlap(self.turns[best]) <= 0:
             return {"reference": None}
         self.used.add(best)
+        self.by_start[turn.start] = best
         ref = self.turns[best]
         return {"reference": ref, "t0_error_ms": round((end - ref["speech_end_s"]) * 1000, 1)}
 
