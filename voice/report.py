@@ -155,7 +155,9 @@ def quality(turns: list[dict]) -> dict:
 def fmt(v) -> str:
     if v is None:
         return "-"
-    return "inf" if v == INF else f"{v:.0f}"
+    if v == INF:
+        return "inf"
+    return f"{v:.1f}" if abs(v) < 10 else f"{v:.0f}"  # tool calls take fractions of a millisecond
 
 
 def pct(v) -> str:
