@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from llm.client import free_port
 from voice.collect import add_collect_parser, collect, ranges
 from voice.mqtt import MqttPublisher, parse_host
 from voice.report import summarize
@@ -22,12 +23,6 @@ from voice.timeline import ANCHORS, AUDIO_ORDER, Timeline, TurnRecord
 MOSQUITTO = shutil.which("mosquitto") or shutil.which("mosquitto", path="/usr/sbin:/usr/local/sbin")
 HOST = "127.0.0.1"
 STEPS = [*ANCHORS, *AUDIO_ORDER]  # every anchor of a turn, in order
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
 
 
 class Broker:

@@ -92,6 +92,7 @@ def _to_float(data: np.ndarray) -> np.ndarray:
 
 
 def to_pcm16(samples: np.ndarray) -> bytes:
+    """16-bit little-endian PCM, what webrtcvad takes."""
     return (np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes()
 
 

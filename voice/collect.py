@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from voice.mqtt import PREFIX, add_auth_args, auth_from_args, parse_host, topic_part
+from voice.mqtt import PREFIX, add_auth_args, auth_from_args, broker_from_args, topic_part
 
 
 def ranges(numbers: list[int]) -> list[list[int]]:
@@ -206,7 +206,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     from voice.report import text_report
     from voice.runlog import read_run
 
-    host, port = parse_host(args.mqtt, args.mqtt_tls or bool(args.mqtt_ca))
+    host, port = broker_from_args(args)
     try:
         asyncio.run(
             collect(host, port, args.out, args.run, args.idle_timeout, args.workers, **auth_from_args(args))

@@ -231,11 +231,15 @@ def auth_from_args(args: argparse.Namespace) -> dict[str, Any]:
     return client_options(args.mqtt_username, args.mqtt_password, args.mqtt_tls, args.mqtt_ca)
 
 
+def broker_from_args(args: argparse.Namespace) -> tuple[str, int]:
+    return parse_host(args.mqtt, args.mqtt_tls or bool(args.mqtt_ca))
+
+
 def publisher_from_args(
     args: argparse.Namespace, run_id: str, environment: dict | None = None
 ) -> MqttPublisher | None:
     """The publisher the options ask for, or None without --mqtt."""
-    if not getattr(args, "mqtt", None):
+    if not args.mqtt:
         return None
-    host, port = parse_host(args.mqtt, args.mqtt_tls or bool(args.mqtt_ca))
+    host, port = broker_from_args(args)
     return MqttPublisher(host, port, args.mqtt_run or run_id, environment=environment, **auth_from_args(args))

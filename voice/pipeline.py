@@ -110,19 +110,16 @@ class Call:
         samples: np.ndarray | None,
         stages: Stages,
         settings: Settings,
-        timeline: Timeline | None = None,
         speaker: Speaker | None = None,
         annotate: Callable[[Turn], dict] | None = None,
     ):
         settings.validate()
         self.name, self.samples, self.stages, self.settings = name, samples, stages, settings
         self.clock = CallClock()
-        self.timeline = timeline or Timeline(name, self.clock)
-        self.timeline.clock = self.clock
+        self.timeline = Timeline(name, self.clock)
         self.speaker = speaker or SimulatedSpeaker(settings.playback_latency_ms, self.clock)
         self.annotate = annotate or (lambda turn: {})
         self.history: list[dict] = []
-        self.busy = 0  # turns in flight: fast mode never skips time under them
         self.tasks: list[asyncio.Task] = []
         self.barged: set[int] = set()  # turns the caller interrupted
         self.merged: set[int] = set()  # turns the caller continued after a pause (see _speech_started)
@@ -162,6 +159,11 @@ class Call:
             elif wait > 0:
                 await asyncio.sleep(wait / 1e9)
             yield self.samples[i * n : (i + 1) * n]
+
+    @property
+    def busy(self) -> bool:
+        """A turn is in flight: fast mode never skips time under it."""
+        return any(not task.done() for task in self.tasks)
 
     def at(self, sample: int) -> int:
         return self.origin_ns + sample * 1_000_000_000 // RATE
@@ -216,7 +218,6 @@ class Call:
             speech_start_s=round(turn.start / RATE, 3), speech_end_s=round(turn.end / RATE, 3), cut=turn.cut
         )
         record.info.update(self.annotate(turn))
-        self.busy += 1
         self.tasks.append(asyncio.create_task(self._turn(index, turn, previous)))
 
     async def _turn(self, index: int, turn: Turn, previous: asyncio.Task | None) -> None:
@@ -240,7 +241,6 @@ class Call:
         except Exception as e:  # a failed turn is recorded, never dropped; the call goes on
             record.status, record.error = "error", describe(e)
         finally:
-            self.busy -= 1
             if index not in self.merged:  # a continued turn's record comes from its new task
                 self.timeline.emit(index, "turn_done", status=record.status)
 

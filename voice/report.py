@@ -8,6 +8,7 @@ lives through; the success rate is printed beside the percentiles.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import textwrap
@@ -29,6 +30,8 @@ LATENCY = [
     ("complete_ms", "complete answer heard", "from t0"),
 ]
 HEADLINE = ("ttfat_ms", "first_useful_audio_ms")
+# Stage durations, measured only where the stage ran; every other metric is from t0.
+DURATIONS = {"asr_stage_ms", "tool_ms"}
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -43,7 +46,7 @@ def metric_values(turns: list[dict], key: str) -> list[float]:
         v = derived(t, key)
         if v is not None:
             values.append(v)
-        elif t["status"] != "ok" and not key.endswith("stage_ms") and key != "tool_ms":
+        elif t["status"] != "ok" and key not in DURATIONS:
             values.append(INF)  # a failed turn never got there: it counts, as never
     return values
 
@@ -108,8 +111,6 @@ def wer(pairs: list[tuple[str, str]]) -> float | None:
 
 
 def _tool_key(call: dict) -> tuple[str, str]:
-    import json
-
     args = call.get("arguments") or {}
     if isinstance(args, str):
         try:

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from voice.audio import to_pcm16
+
 VAD_RATES = (8000, 16000, 32000, 48000)
 VAD_FRAME_MS = (10, 20, 30)
 
@@ -97,8 +99,8 @@ class TurnDetector:
         """One frame of float32 samples in [-1, 1] (exactly frame_ms long)."""
         if len(frame) != self.frame_len:
             raise ValueError(f"a VAD frame must be {self.frame_len} samples, not {len(frame)}")
-        pcm = (np.clip(frame, -1, 1) * 32767).astype("<i2").tobytes()
-        voiced = self.vad.is_speech(pcm, self.rate) and frame_db(frame) >= self.level_db - self.config.gate_db
+        loud_enough = frame_db(frame) >= self.level_db - self.config.gate_db  # babble stays below
+        voiced = self.vad.is_speech(to_pcm16(frame), self.rate) and loud_enough  # the VAD sees every frame
         frame_start, self.pos = self.pos, self.pos + self.frame_len
         if not self.in_turn:
             self.history.append(frame)
