@@ -71,8 +71,8 @@ def free_port() -> int:
 class ServerProcess:
     """`ttfat serve` in its own process on a free port, so a load generator does not share its GIL."""
 
-    def __init__(self, model: str = "bundled", port: int | None = None):
-        self.model, self.port = model, port or free_port()
+    def __init__(self, model: str = "bundled", port: int | None = None, dtype: str | None = None):
+        self.model, self.port, self.dtype = model, port or free_port(), dtype
 
     def __enter__(self) -> str:
         import subprocess
@@ -81,6 +81,7 @@ class ServerProcess:
         import httpx
 
         cmd = [sys.executable, "-m", "voice.cli", "serve", "--model", self.model, "--port", str(self.port)]
+        cmd += ["--dtype", self.dtype] if self.dtype else []
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and self.proc.poll() is None:

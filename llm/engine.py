@@ -17,9 +17,9 @@ from pathlib import Path
 
 import torch
 
+from llm.batch import pack
 from llm.checkpoint import Checkpoint, load_checkpoint
 from llm.kv_cache import KVCache
-from llm.layers.attention import Packed
 from llm.params import GenerationParams
 from llm.prefix_cache import PrefixCache
 from llm.sequence import Chunk, Sequence, Work
@@ -139,44 +139,24 @@ class Engine:
         return chunks
 
     def _finish(self, seq: Sequence) -> None:
-        self.running.remove(seq)
+        """Free its slot; the last running request moves into it, so slots 0..B-1 stay in use."""
+        i = self.running.index(seq)
+        last = self.running.pop()
+        if last is not seq:
+            self.cache.move(last.slot, seq.slot, last.canvas.numel())
+            last.slot, seq.slot = seq.slot, last.slot
+            self.running[i] = last
         self.cache.release(seq.slot)
 
     def _run(self, works: list[Work]) -> list[torch.Tensor]:
-        """One forward pass over every running request, packed into a single row with no padding
-        (a request's prefill costs only its own tokens); attention runs per request over its own
-        cached keys and queries. Returns each request's logits for its target rows."""
-        device = self.model.device
-        q_lens = [w.ids.numel() for w in works]
-        p_lens = [w.cache_len for w in works]
-        q_off = [sum(q_lens[:i]) for i in range(len(works))]
-        p_off = [sum(p_lens[:i]) for i in range(len(works))]
-        p_all = sum(p_lens)
-        ids = torch.cat([w.ids for w in works])[None]
-        positions = torch.cat([w.positions for w in works])[None]
-        segments, masks = [], []
-        for w, q, qo, po in zip(works, q_lens, q_off, p_off, strict=True):
-            mask = torch.zeros((1, 1, q, w.cache_len + q), dtype=torch.bool)
-            mask[0, 0, :, : w.cache_len] = True
-            if w.hidden is not None:
-                mask[0, 0, :, w.hidden[0] : w.hidden[1]] = False
-            mask[0, 0, :, w.cache_len :] = w.block_ids[None, :] <= w.block_ids[:, None]
-            segments.append((qo, qo + q, po, po + w.cache_len))
-            masks.append(mask.to(device))
-        spans = [(seq.slot, w.cache_len) for seq, w in zip(self.running, works, strict=True)]
-        past = self.cache.gather(spans) if p_all else None
+        """One forward pass over every running request (request i in cache slot i, see `batch.py`).
+        Returns each request's logits for its target rows."""
+        packed = pack(works, self.model.device)
         with torch.inference_mode():
-            hidden, new_kv = self.model(ids.to(device), positions.to(device), Packed(segments, masks), past)
-            for seq, w, qo in zip(self.running, works, q_off, strict=True):
-                if w.persist is not None:
-                    a, z = w.persist
-                    self.cache.write(seq.slot, int(w.positions[a]), new_kv, 0, slice(qo + a, qo + z))
-            picked = hidden[
-                0, torch.cat([qo + w.rows for w, qo in zip(works, q_off, strict=True)]).to(device)
-            ]
-            logits = self.model.logits(picked).cpu()
+            hidden, _ = self.model(packed.ids, packed.positions, packed.batch, self.cache.layers())
+            logits = self.model.logits(hidden[0, packed.rows]).cpu()
         self.total_forwards += 1
-        return list(logits.split([w.rows.numel() for w in works]))
+        return list(logits.split(packed.splits))
 
     # -- conveniences ---------------------------------------------------------------------------
     def generate(self, prompts: list[list[int]], params: GenerationParams | None = None) -> list[Generation]:

@@ -1,8 +1,8 @@
 """A slot-based key/value cache: one row of preallocated tensors per running sequence.
 
 Keys are stored at their absolute positions (already rotated), so a sequence's cache is just the
-first `length` positions of its slot. Which of them a query may see is decided by the attention mask,
-which is how the dual cache hides the stale keys of the block being denoised.
+first `length` positions of its slot. Which of them a query may see is decided by the attention mask.
+The engine keeps its running sequences in slots 0..B-1 so that attention reads slots[:B] in place.
 """
 
 from __future__ import annotations
@@ -27,15 +27,14 @@ class KVCache:
         self.free.append(slot)
         self.free.sort()
 
-    def gather(self, spans: list[tuple[int, int]]) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        """Per layer, the first `length` positions of each (slot, length), packed one after another
-        along the sequence axis: ([1, Hkv, sum of lengths, D]) * 2."""
-        out = []
-        for layer in range(self.k.shape[0]):
-            k = torch.cat([self.k[layer, slot, :, :n] for slot, n in spans], dim=1)
-            v = torch.cat([self.v[layer, slot, :, :n] for slot, n in spans], dim=1)
-            out.append((k[None], v[None]))
-        return out
+    def layers(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Per layer, the whole cache ([slots, Hkv, max_len, D]) * 2, for the attention to write and read."""
+        return list(zip(self.k, self.v, strict=True))
+
+    def move(self, src: int, dst: int, length: int) -> None:
+        """Copy a slot's first `length` positions into another slot."""
+        self.k[:, dst, :, :length] = self.k[:, src, :, :length]
+        self.v[:, dst, :, :length] = self.v[:, src, :, :length]
 
     def read(self, slot: int, length: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """A copy of a slot's first `length` positions, per layer ([Hkv, length, D]) * 2."""
@@ -49,14 +48,3 @@ class KVCache:
         for i, (k, v) in enumerate(kv):
             self.k[i, slot, :, :length] = k[:, :length]
             self.v[i, slot, :, :length] = v[:, :length]
-
-    def write(
-        self, slot: int, start: int, new_kv: list[tuple[torch.Tensor, torch.Tensor]], row: int, rows: slice
-    ) -> None:
-        """Store batch row `row`, query rows `rows` of each layer's new keys/values at `start`."""
-        n = rows.stop - rows.start
-        if start + n > self.max_len:
-            raise ValueError(f"sequence longer than the cache ({start + n} > {self.max_len} positions)")
-        for layer, (k, v) in enumerate(new_kv):
-            self.k[layer, slot, :, start : start + n] = k[row, :, rows]
-            self.v[layer, slot, :, start : start + n] = v[row, :, rows]

@@ -10,9 +10,10 @@ import torch
 from torch import nn
 
 from llm.config import ModelConfig
-from llm.layers.attention import Attention
+from llm.layers.attention import Attention, CacheBatch
 from llm.layers.mlp import SwiGLU
 from llm.layers.norm import RMSNorm
+from llm.layers.rotary import Rotary
 
 KV = tuple[torch.Tensor, torch.Tensor]
 
@@ -21,14 +22,12 @@ class Block(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-        self.self_attn = Attention(
-            cfg.hidden_size, cfg.num_heads, cfg.num_kv_heads, cfg.rope_theta, cfg.qkv_bias
-        )
+        self.self_attn = Attention(cfg.hidden_size, cfg.num_heads, cfg.num_kv_heads, cfg.qkv_bias)
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.mlp = SwiGLU(cfg.hidden_size, cfg.intermediate_size)
 
-    def forward(self, x, positions, mask, past: KV | None) -> tuple[torch.Tensor, KV]:
-        h, kv = self.self_attn(self.input_layernorm(x), positions, mask, past)
+    def forward(self, x, rope, mask, past: KV | None) -> tuple[torch.Tensor, KV]:
+        h, kv = self.self_attn(self.input_layernorm(x), rope, mask, past)
         x = x + h
         return x + self.mlp(self.post_attention_layernorm(x)), kv
 
@@ -41,6 +40,7 @@ class Transformer(nn.Module):
         self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
         self.layers = nn.ModuleList(Block(cfg) for _ in range(cfg.num_layers))
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.rotary = Rotary(cfg.head_dim, cfg.rope_theta)
         self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
         if cfg.tie_embeddings:
             self.lm_head.weight = self.embed_tokens.weight
@@ -49,14 +49,18 @@ class Transformer(nn.Module):
         self,
         input_ids: torch.Tensor,
         positions: torch.Tensor,
-        mask: torch.Tensor,
+        mask: torch.Tensor | CacheBatch,
         past: list[KV] | None = None,
     ) -> tuple[torch.Tensor, list[KV]]:
-        """Final-normed hidden states [B, Q, hidden] and each layer's new keys/values."""
+        """Final-normed hidden states [B, Q, hidden] and each layer's new keys/values.
+
+        `past`: per layer, cached keys/values to prepend (dense mask) or the cache itself (CacheBatch).
+        """
         x = self.embed_tokens(input_ids)
+        rope = self.rotary(positions)
         new_kv = []
         for i, layer in enumerate(self.layers):
-            x, kv = layer(x, positions, mask, None if past is None else past[i])
+            x, kv = layer(x, rope, mask, None if past is None else past[i])
             new_kv.append(kv)
         return self.norm(x), new_kv
 

@@ -8,10 +8,13 @@ of its masked positions to commit from. The cache modes differ only in `plan`:
 - prefix: (bidirectional) the first step of a block runs the whole canvas and caches everything
           before the block; later steps run block + suffix against that prefix (Fast-dLLM).
 - dual:   (bidirectional) as prefix, but later steps run only the block; the masked suffix's keys
-          come from the cache too, the block's own stale keys are hidden by the mask (Fast-dLLM).
+          come from the cache too, the block's stale keys are overwritten by its fresh ones (Fast-dLLM).
 - block:  (block diffusion) exact: the first step of a block runs the previous block's clean tokens
           (or the prompt) together with the new noisy block, caching the clean ones; later steps run
           only the block. Finished blocks never change, so their keys are exact.
+
+Every forward pass writes its keys/values into the request's cache slot at their positions; a
+`Work`'s `cache_len` says how many of them the step may reuse.
 
 With shifted logits (Dream and our models) the token at position i is read from output i - 1.
 """
@@ -36,11 +39,10 @@ class Work:
     ids: torch.Tensor  # [Q] query tokens
     positions: torch.Tensor  # [Q]
     block_ids: torch.Tensor  # [Q] query i sees query j iff block_ids[j] <= block_ids[i]
-    cache_len: int  # cached positions [0, cache_len) of the slot are visible ...
-    hidden: tuple[int, int] | None  # ... except this range (the dual cache's stale block)
+    cache_len: int  # cached positions [0, cache_len) of the slot are visible, except where the
+    # queries sit (the dual cache's stale block): their fresh keys are written over them
     rows: torch.Tensor  # query rows whose outputs give the logits of `targets`
     targets: torch.Tensor  # canvas positions being predicted (the block's masked positions)
-    persist: tuple[int, int] | None  # query rows [a, b) to store in the cache at position `positions[a]`
     reuse_first: bool = False  # targets[0]'s logits were computed in the block's first step: reuse them
 
 
@@ -127,34 +129,30 @@ class Sequence:
         mode, first = self.params.cache, self.step_in_block == 0
         length = self.canvas.numel()
         if mode == "none" or (mode in ("prefix", "dual") and first):
-            end = e if self.block_attention else length
-            persist = {"prefix": (0, s - self.shift), "dual": (0, length)}.get(mode)
-            return self._work(0, end, targets, 0, None, persist)
+            return self._work(0, e if self.block_attention else length, targets, 0)
         q_start = s - self.shift
         if mode == "prefix":
-            return self._work(q_start, length, targets, q_start, None, None)
+            return self._work(q_start, length, targets, q_start)
         if mode == "dual":
-            return self._work(q_start, e, targets, length, (q_start, e), None)
+            return self._work(q_start, e, targets, length)
         # exact block cache
         if first:
             end = s if (self.shift and self.params.block_length == 1) else e
-            return self._work(self.cache_len, end, targets, self.cache_len, None, (0, s - self.cache_len))
-        work = self._work(s, e, targets, self.cache_len, None, None)
+            return self._work(self.cache_len, end, targets, self.cache_len)
+        work = self._work(s, e, targets, self.cache_len)
         if self.shift and int(targets[0]) == s:  # output s - 1 is cached, not recomputed
             work.rows, work.reuse_first = work.rows[1:], True
         return work
 
-    def _work(self, start, end, targets, cache_len, hidden, persist) -> Work:
+    def _work(self, start, end, targets, cache_len) -> Work:
         rows = targets - self.shift - start
         return Work(
             ids=self.canvas[start:end],
             positions=torch.arange(start, end),
             block_ids=self.block_ids(start, end),
             cache_len=cache_len,
-            hidden=hidden,
             rows=rows,
             targets=targets,
-            persist=persist if persist and persist[1] > persist[0] else None,
         )
 
     # -- committing -----------------------------------------------------------------------------

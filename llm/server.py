@@ -17,6 +17,7 @@ import time
 import uuid
 from dataclasses import dataclass
 
+import torch
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from prometheus_client import (
@@ -284,14 +285,17 @@ def create_app(
 
 
 def serve(model: str, host: str = "127.0.0.1", port: int = 8000, api_key: str | None = None,
-          device: str | None = None, max_batch: int = 16, limits: Limits | None = None) -> None:  # fmt: skip
+          device: str | None = None, max_batch: int = 16, limits: Limits | None = None,
+          dtype: str | None = None) -> None:  # fmt: skip
     import uvicorn
 
     from llm.checkpoint import resolve_model
     from llm.engine import Engine
 
     path = resolve_model(model)
-    engine = AsyncEngine(Engine(path, device=device, max_batch=max_batch))
+    engine = AsyncEngine(
+        Engine(path, device=device, dtype=dtype and getattr(torch, dtype), max_batch=max_batch)
+    )
     app = create_app(engine, model if model in ("bundled", "bundled-ar") else path.name, api_key, limits)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     uvicorn.run(app, host=host, port=port, log_level="warning")

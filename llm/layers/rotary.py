@@ -1,7 +1,8 @@
 """Rotary position embedding in the Llama "rotate half" convention (shared by LLaDA and Qwen2/Dream).
 
 Positions are explicit per token so that a batch can mix sequences of different lengths and a query
-block can sit anywhere after its cached keys.
+block can sit anywhere after its cached keys. The model computes the cos/sin tables once per forward
+pass and every layer applies them.
 """
 
 import torch
@@ -13,11 +14,16 @@ class Rotary(nn.Module):
         super().__init__()
         self.head_dim, self.theta = head_dim, theta
 
-    def forward(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        """x: [batch, heads, seq, head_dim]; positions: [batch, seq]."""
-        exponents = torch.arange(0, self.head_dim, 2, dtype=torch.float64, device=x.device) / self.head_dim
-        inv_freq = (1.0 / self.theta**exponents).float()
+    def forward(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """positions: [batch, seq] -> (cos, sin), each [batch, 1, seq, head_dim / 2], float32."""
+        exponents = torch.arange(0, self.head_dim, 2, dtype=torch.float64, device=positions.device)
+        inv_freq = (1.0 / self.theta ** (exponents / self.head_dim)).float()
         angles = positions.float()[:, None, :, None] * inv_freq
-        cos, sin = angles.cos(), angles.sin()
-        x1, x2 = x.float().chunk(2, dim=-1)
-        return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1).to(x.dtype)
+        return angles.cos(), angles.sin()
+
+
+def apply_rotary(x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    """x: [batch, heads, seq, head_dim], rotated in float32."""
+    cos, sin = rope
+    x1, x2 = x.float().chunk(2, dim=-1)
+    return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1).to(x.dtype)
