@@ -71,8 +71,9 @@ def free_port() -> int:
 class ServerProcess:
     """`ttfat serve` in its own process on a free port, so a load generator does not share its GIL."""
 
-    def __init__(self, model: str = "bundled", port: int | None = None, dtype: str | None = None):
-        self.model, self.port, self.dtype = model, port or free_port(), dtype
+    def __init__(self, model: str = "bundled", port: int | None = None, dtype: str | None = None,
+                 threads: int | None = None):  # fmt: skip
+        self.model, self.port, self.dtype, self.threads = model, port or free_port(), dtype, threads
 
     def __enter__(self) -> str:
         import subprocess
@@ -82,6 +83,7 @@ class ServerProcess:
 
         cmd = [sys.executable, "-m", "voice.cli", "serve", "--model", self.model, "--port", str(self.port)]
         cmd += ["--dtype", self.dtype] if self.dtype else []
+        cmd += ["--threads", str(self.threads)] if self.threads else []
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and self.proc.poll() is None:

@@ -107,11 +107,12 @@ def print_table(url: str, rows: list[dict]) -> None:
 
 
 def bench(urls: list[str], levels=(1, 2, 4, 8, 16), requests_per_worker: int = 6, api_key: str = "none",
-          extra: dict | None = None) -> dict[str, list[dict]]:  # fmt: skip
+          extra: dict | None = None, min_requests: int = 24) -> dict[str, list[dict]]:  # fmt: skip
+    """Each level sends max(min_requests, concurrency x requests_per_worker) requests."""
     report = {}
     for url in urls:
         rows = [
-            asyncio.run(run_level(url, None, c, max(24, c * requests_per_worker), api_key, extra))
+            asyncio.run(run_level(url, None, c, max(min_requests, c * requests_per_worker), api_key, extra))
             for c in levels
         ]
         print_table(url, rows)

@@ -286,13 +286,16 @@ def create_app(
 
 def serve(model: str, host: str = "127.0.0.1", port: int = 8000, api_key: str | None = None,
           device: str | None = None, max_batch: int = 16, limits: Limits | None = None,
-          dtype: str | None = None) -> None:  # fmt: skip
+          dtype: str | None = None, threads: int | None = None) -> None:  # fmt: skip
+    import os
+
     import uvicorn
 
     from llm.checkpoint import resolve_model
     from llm.engine import Engine
 
     path = resolve_model(model)
+    torch.set_num_threads(threads or max(1, (os.cpu_count() or 2) // 2))
     engine = AsyncEngine(
         Engine(path, device=device, dtype=dtype and getattr(torch, dtype), max_batch=max_batch)
     )

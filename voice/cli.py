@@ -129,7 +129,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     limits = Limits(args.max_prompt_tokens, args.max_tokens, args.max_concurrent)
     print(f"ttfat: serving {args.model} on http://{args.host}:{args.port}/v1", file=sys.stderr)
-    serve(args.model, args.host, args.port, args.api_key, args.device, args.max_batch, limits, args.dtype)
+    serve(args.model, args.host, args.port, args.api_key, args.device, args.max_batch, limits, args.dtype,
+          args.threads)  # fmt: skip
     return 0
 
 
@@ -138,10 +139,10 @@ def cmd_bench_llm(args: argparse.Namespace) -> int:
     from llm.loadgen import bench
 
     if args.url:
-        bench(args.url, args.levels, args.requests_per_worker, args.api_key)
+        bench(args.url, args.levels, args.requests_per_worker, args.api_key, min_requests=args.min_requests)
         return 0
     with ServerProcess(args.model) as url:
-        bench([url], args.levels, args.requests_per_worker)
+        bench([url], args.levels, args.requests_per_worker, min_requests=args.min_requests)
     return 0
 
 
@@ -389,6 +390,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="weights and activations (default: bfloat16 on CUDA, float32 on CPU; bfloat16 pays off on "
         "CPUs with AMX, where batched steps get much cheaper)",
     )
+    p.add_argument(
+        "--threads",
+        type=int,
+        help="CPU threads for the model (default: half the cores, leaving the rest to the event loop and, "
+        "in a voice stack, to ASR and TTS on the same machine)",
+    )
     p.add_argument("--max-batch", type=int, default=16, help="requests decoded together (default 16)")
     p.add_argument("--max-concurrent", type=int, default=32, help="open requests before 429 (default 32)")
     p.add_argument("--max-tokens", type=int, default=256, help="largest max_tokens accepted (default 256)")
@@ -408,6 +415,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--api-key", default="none")
     p.add_argument("--levels", type=int, nargs="+", default=[1, 2, 4, 8, 16])
     p.add_argument("--requests-per-worker", type=int, default=6)
+    p.add_argument("--min-requests", type=int, default=24, help="at least this many per level (default 24)")
     p.set_defaults(func=cmd_bench_llm)
 
     p = sub.add_parser(
