@@ -1,4 +1,5 @@
-"""`ttfat serve`: the diffusion engine behind an OpenAI-compatible API (FastAPI on uvicorn).
+"""`ttfat serve`: the diffusion engine behind an OpenAI-compatible API (FastAPI on uvicorn with httptools
+and uvloop).
 
 `/v1/chat/completions` (streaming and not), `/v1/models`, `/health`, Prometheus `/metrics`. Every
 streamed chunk leaves the moment the engine commits its tokens. Decoding knobs are extra request
