@@ -10,6 +10,7 @@ share positions; the prompt is causal (so its keys equal the inference cache), c
 prompt and clean blocks <= k, noisy block k sees the prompt, clean blocks < k and itself. A masked
 token at answer offset o is predicted from the output at o - 1: the noisy copy's, or for a block's
 first token the clean copy's last token before it — exactly what the engine computes when decoding.
+With `--complementary` a second noisy copy masks exactly the tokens the first left visible.
 
 Every example starts with the same system prompt; its keys/values are computed once per batch and
 shared (exact: the prompt is causal), which halves the work on this 2-core CPU.
@@ -57,6 +58,7 @@ class TrainConfig:
     intermediate_size: int = 768
     vocab_size: int = 1024
     min_t: float = 0.05
+    complementary: bool = False
     tokenizer_examples: int = 20000
     save_every: int = 200
     bf16: bool = True
@@ -88,8 +90,12 @@ def common_prefix(seqs: list[list[int]]) -> int:
 class Batches:
     """Encoded examples -> padded tensors for one stage (AR or block diffusion)."""
 
-    def __init__(self, pairs: list[tuple[list[int], list[int]]], cfg: ModelConfig, block: int, min_t: float):
+    def __init__(self, pairs: list[tuple[list[int], list[int]]], cfg: ModelConfig, block: int, min_t: float,
+                 complementary: bool = False):  # fmt: skip
+        """`complementary`: a second noisy copy masks exactly what the first left visible, so every
+        answer token is trained on in every example (Fast-dLLM v2's complementary masks)."""
         self.pairs, self.cfg, self.block, self.min_t = pairs, cfg, block, min_t
+        self.complementary = complementary
         self.shared = common_prefix([p for p, _ in pairs]) - 1  # keep >= 1 own prompt token each
         self.eos = cfg.eos_token_ids[0]
 
@@ -132,23 +138,28 @@ class Batches:
         clean = torch.tensor(answer + [self.eos] * (a - len(answer)))
         t = torch.rand(a // b, generator=gen).clamp(min=self.min_t).repeat_interleave(b)
         masked = torch.rand(a, generator=gen) < t
-        noisy = torch.where(masked, self.cfg.mask_token_id, clean)
+        copies = [masked, ~masked] if self.complementary else [masked]
         q = len(own)
-        ids = torch.cat((own, clean, noisy))
-        pos = torch.cat((torch.arange(s, p), torch.arange(p, p + a), torch.arange(p, p + a)))
+        noisy = [torch.where(m, self.cfg.mask_token_id, clean) for m in copies]
+        ids = torch.cat((own, clean, *noisy))
+        pos = torch.cat((torch.arange(s, p), *[torch.arange(p, p + a)] * (1 + len(copies))))
         # prompt causal; clean block k sees prompt + clean <= k; noisy k sees prompt + clean < k + noisy k
         blk = torch.arange(a) // b
-        m = q + 2 * a
+        m = q + (1 + len(copies)) * a
         mask = torch.zeros(m, m, dtype=torch.bool)
         mask[:q, :q] = torch.ones(q, q, dtype=torch.bool).tril()
         mask[q:, :q] = True
         mask[q : q + a, q : q + a] = blk[None, :] <= blk[:, None]
-        mask[q + a :, q : q + a] = blk[None, :] < blk[:, None]
-        mask[q + a :, q + a :] = blk[None, :] == blk[:, None]
-        offsets = torch.nonzero(masked).flatten()
-        first = offsets % b == 0
-        src = torch.where(first, q + offsets - 1, q + a + offsets - 1)  # clean copy for a block's first
-        return {"ids": ids, "pos": pos, "mask": mask, "src": src, "labels": clean[offsets]}
+        src, labels = [], []
+        for c, chosen in enumerate(copies):
+            lo = q + (1 + c) * a
+            mask[lo : lo + a, q : q + a] = blk[None, :] < blk[:, None]
+            mask[lo : lo + a, lo : lo + a] = blk[None, :] == blk[:, None]
+            offsets = torch.nonzero(chosen).flatten()
+            first = offsets % b == 0  # a block's first token is read from the clean copy
+            src.append(torch.where(first, q + offsets - 1, lo + offsets - 1))
+            labels.append(clean[offsets])
+        return {"ids": ids, "pos": pos, "mask": mask, "src": torch.cat(src), "labels": torch.cat(labels)}
 
 
 def batch_logits(model: Transformer, batch: dict) -> torch.Tensor:
@@ -208,7 +219,7 @@ def train(tc: TrainConfig) -> Path:
     cfg.extra["generation"] = {"threshold": 0.9} if tc.block_size > 1 else {}
     examples = make_examples(tc.examples, seed=tc.seed)
     pairs = [render(tok, e.messages, e.target) for e in examples]
-    batches = Batches(pairs, cfg, tc.block_size, tc.min_t)
+    batches = Batches(pairs, cfg, tc.block_size, tc.min_t, tc.complementary)
     opt = torch.optim.AdamW(model.parameters(), lr=tc.lr, weight_decay=tc.weight_decay, betas=(0.9, 0.95))
     state_file = tc.out / "train_state.pt"
     step = 0
@@ -250,6 +261,9 @@ def train(tc: TrainConfig) -> Path:
         "threads": torch.get_num_threads(),
         "device": "cpu",
         "init": str(tc.init) if tc.init else None,
+        "lr": tc.lr,
+        "examples": tc.examples,
+        "complementary": tc.complementary,
     }
     (tc.out / "train_info.json").write_text(json.dumps(info, indent=2) + "\n")
     return tc.out
@@ -264,12 +278,16 @@ def main(argv: list[str] | None = None) -> None:
         p.add_argument(f"--{name.replace('_', '-')}", type=int, default=getattr(TrainConfig, name))
     p.add_argument("--lr", type=float, default=TrainConfig.lr)
     p.add_argument("--fp32", action="store_true", help="no bf16 autocast")
+    p.add_argument(
+        "--complementary", action="store_true", help="diffusion: train on both a mask and its complement"
+    )
     p.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
     a = p.parse_args(argv)
     torch.set_num_threads(a.threads)
     tc = TrainConfig(
         out=a.out, block_size=a.block_size, init=a.init, steps=a.steps, batch_size=a.batch_size,
         examples=a.examples, seed=a.seed, save_every=a.save_every, lr=a.lr, bf16=not a.fp32,
+        complementary=a.complementary,
     )  # fmt: skip
     train(tc)
 

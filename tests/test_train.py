@@ -57,15 +57,15 @@ def test_resume_continues_from_the_saved_step(tmp_path):
     assert steps == [1, 2, 3, 4, 5, 6]
 
 
-@pytest.mark.parametrize("block", [1, 8])
-def test_training_layout_equals_inference_logits(diffusion_dir, block):
+@pytest.mark.parametrize(("block", "complementary"), [(1, False), (8, False), (8, True)])
+def test_training_layout_equals_inference_logits(diffusion_dir, block, complementary):
     """Logits the trainer computes for masked answer tokens equal the engine's, block by block."""
     from llm.data import make_examples
 
     ckpt = load_checkpoint(diffusion_dir, device="cpu")
     model, tok, cfg = ckpt.model, ckpt.tokenizer, ckpt.config
     pairs = [render(tok, e.messages, e.target) for e in make_examples(6, seed=3)]
-    batches = Batches(pairs, cfg, block, min_t=0.5)
+    batches = Batches(pairs, cfg, block, min_t=0.5, complementary=complementary)
     batch = batches.make(list(range(len(pairs))), torch.Generator().manual_seed(0))
     with torch.no_grad():
         trained = batch_logits(model, batch)
@@ -74,30 +74,40 @@ def test_training_layout_equals_inference_logits(diffusion_dir, block):
             n = int((labels != -100).sum())
             if block == 1:
                 canvas = torch.tensor(prompt + answer)
-                targets = torch.arange(len(prompt), len(canvas))
-                block_ids = torch.arange(len(canvas))
+                views = [(torch.arange(len(prompt), len(canvas)), canvas, torch.arange(len(canvas)))]
+                clean = answer
             else:
                 a = -(-len(answer) // block) * block
                 clean = answer + cfg.eos_token_ids * (a - len(answer))
                 row = batch["ids"][i]
                 q = len(prompt) - batches.shared
-                noisy = row[q + a : q + 2 * a]
-                targets = len(prompt) + torch.nonzero(noisy == cfg.mask_token_id).flatten()
-                # the engine's view when denoising the block of each target: clean blocks before it,
-                # the noisy block itself; later blocks do not exist yet (block attention hides them)
-                canvas = torch.tensor(prompt + clean)
-                canvas[len(prompt) :] = torch.where(noisy == cfg.mask_token_id, noisy, canvas[len(prompt) :])
-                offs = torch.arange(len(canvas)) - len(prompt)
-                block_ids = torch.where(offs < 0, torch.arange(len(canvas)), len(prompt) + offs // block)
-            for j, t in enumerate(targets.tolist()):
-                view = canvas.clone()
-                if block > 1:  # blocks before the target's are clean in the engine's view
-                    k = (t - len(prompt)) // block
-                    s = len(prompt) + k * block
-                    view[len(prompt) : s] = torch.tensor(clean[: s - len(prompt)])
-                    view = view[: s + block]
-                else:
-                    view = view[: t + 1]
-                full = model.full_logits(view[None], block_ids[None, : len(view)])[0]
-                assert torch.allclose(trained[i, j], full[t - 1], atol=1e-4), (i, j)
-            assert len(targets) == n
+                offs = torch.arange(len(prompt) + a) - len(prompt)
+                block_ids = torch.where(offs < 0, torch.arange(len(prompt) + a), len(prompt) + offs // block)
+                views = []
+                for c in range(2 if complementary else 1):  # each noisy copy, in label order
+                    noisy = row[q + (1 + c) * a : q + (2 + c) * a]
+                    targets = len(prompt) + torch.nonzero(noisy == cfg.mask_token_id).flatten()
+                    # the engine's view when denoising the block of each target: clean blocks before
+                    # it, the noisy block itself; later blocks do not exist yet (block attention)
+                    canvas = torch.tensor(prompt + clean)
+                    canvas[len(prompt) :] = torch.where(
+                        noisy == cfg.mask_token_id, noisy, canvas[len(prompt) :]
+                    )
+                    views.append((targets, canvas, block_ids))
+            j = 0
+            for targets, canvas, block_ids in views:
+                for t in targets.tolist():
+                    view = canvas.clone()
+                    if block > 1:  # blocks before the target's are clean in the engine's view
+                        k = (t - len(prompt)) // block
+                        s = len(prompt) + k * block
+                        view[len(prompt) : s] = torch.tensor(clean[: s - len(prompt)])
+                        view = view[: s + block]
+                    else:
+                        view = view[: t + 1]
+                    full = model.full_logits(view[None], block_ids[None, : len(view)])[0]
+                    assert torch.allclose(trained[i, j], full[t - 1], atol=1e-4), (i, j)
+                    j += 1
+            assert j == n
+            if complementary:  # every answer token is a label exactly once
+                assert sorted(labels[:n].tolist()) == sorted(clean)
