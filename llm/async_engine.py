@@ -26,17 +26,30 @@ class AsyncEngine:
         self._thread = threading.Thread(target=self._loop, name="ttfat-engine", daemon=True)
         self._thread.start()
 
-    async def stream(
+    def stream(
         self, prompt_ids: list[int], params: GenerationParams | None = None, request_id: str | None = None
     ) -> AsyncIterator[Chunk]:
-        """Yield chunks of newly final tokens; raises ValueError at once for invalid params."""
+        """Submit the request now (ValueError at once for invalid params) and return its chunks of
+        newly final tokens. Leaving the iteration early cancels the request."""
         rid = request_id or f"areq-{next(self._ids)}"
         queue: asyncio.Queue = asyncio.Queue()
         self._queues[rid] = (asyncio.get_running_loop(), queue)
-        finished = False
         try:
             self.engine.add_request(prompt_ids, params, rid)
-            self._wake.set()
+        except Exception:
+            self._queues.pop(rid)
+            raise
+        self._wake.set()
+        return self._chunks(rid, queue)
+
+    @property
+    def open_requests(self) -> int:
+        """Submitted and not yet finished or cancelled."""
+        return len(self._queues)
+
+    async def _chunks(self, rid: str, queue: asyncio.Queue) -> AsyncIterator[Chunk]:
+        finished = False
+        try:
             while not finished:
                 item = await queue.get()
                 if isinstance(item, BaseException):
@@ -55,7 +68,8 @@ class AsyncEngine:
         self._thread.join(timeout=5)
 
     def _deliver(self, rid: str, item) -> None:
-        target = self._queues.get(rid)
+        finished = isinstance(item, BaseException) or item.finished
+        target = self._queues.pop(rid, None) if finished else self._queues.get(rid)
         if target is not None:
             loop, queue = target
             loop.call_soon_threadsafe(queue.put_nowait, item)

@@ -212,9 +212,7 @@ class Sequence:
             self.finished, self.finish_reason = True, "stop" if self.stopped else "length"
         if not new and not self.finished:
             return None
-        return Chunk(
-            self.id, new, times, now_ns, self.forwards, self.steps, self.finished, self.finish_reason
-        )
+        return self._chunk(new, times, now_ns)
 
     def cancel_chunk(self, now_ns: int) -> Chunk:
         self.finished, self.finish_reason = True, "cancelled"

@@ -124,7 +124,6 @@ def create_app(
     tok = engine.engine.tokenizer
     cfg = engine.engine.config
     app = FastAPI(title="ttfat diffusion LLM server")
-    active = {"n": 0}
 
     def error(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
         metrics.requests.labels(str(status)).inc()
@@ -148,7 +147,7 @@ def create_app(
         start = time.monotonic_ns()
         if api_key and request.headers.get("authorization") != f"Bearer {api_key}":
             return error(401, "invalid or missing API key", "authentication_error")
-        if active["n"] >= limits.max_concurrent:
+        if engine.open_requests >= limits.max_concurrent:
             return error(
                 429, f"server is at its limit of {limits.max_concurrent} concurrent requests", "rate_limit"
             )
@@ -164,8 +163,11 @@ def create_app(
         if len(prompt) > limits.max_prompt_tokens:
             return error(400, f"prompt is {len(prompt)} tokens; the limit is {limits.max_prompt_tokens}")
         rid = f"chatcmpl-{uuid.uuid4().hex[:16]}"
-        active["n"] += 1
-        events = completion_events(rid, prompt, params, max_tokens, start)
+        try:
+            chunks = engine.stream(prompt, params, rid)  # the engine has it before any byte goes back
+        except ValueError as e:
+            return error(400, str(e))
+        events = completion_events(chunks, prompt, max_tokens, start)
         if stream:
             return StreamingResponse(sse(events, rid), media_type="text/event-stream")
         try:
@@ -194,14 +196,14 @@ def create_app(
                 "choices": [{"index": 0, "message": message, "finish_reason": final["finish_reason"]}],
                 "usage": final["usage"], "ttfat_timings": final["ttfat_timings"]}  # fmt: skip
 
-    async def completion_events(rid, prompt, params, max_tokens, start):
+    async def completion_events(chunks, prompt, max_tokens, start):
         """(kind, payload) pairs: content text, tool calls, then the final record."""
         parser = ReplyParser(tok)
         first_token = first_content = last = None
         tokens = 0
         status = "200"
         try:
-            async for chunk in engine.stream(prompt, params, rid):
+            async for chunk in chunks:
                 last = chunk
                 take = chunk.token_ids[: max_tokens - tokens]
                 tokens += len(take)
@@ -224,6 +226,7 @@ def create_app(
             answer_at = None if calls else first_content
             ms = lambda t: None if t is None else round((t - start) / 1e6, 3)  # noqa: E731
             timings = {
+                "arrival_ms": ms(last.arrival_ns),  # request parsed and tokenized, handed to the engine
                 "queue_ms": round((last.admitted_ns - last.arrival_ns) / 1e6, 3),
                 "prefill_ms": round((last.prefill_ns - last.admitted_ns) / 1e6, 3),
                 "first_token_ms": ms(first_token),
@@ -238,7 +241,7 @@ def create_app(
             if answer_at is not None:
                 metrics.ttfat.observe((answer_at - start) / 1e9)
             metrics.tpf.observe(timings["tokens_per_forward"])
-            log.info("%s %s", rid, json.dumps(timings))
+            log.info("%s %s", last.request_id, json.dumps(timings))
             usage = {
                 "prompt_tokens": len(prompt),
                 "completion_tokens": tokens,
@@ -253,7 +256,7 @@ def create_app(
             metrics.errors.inc()
             raise
         finally:
-            active["n"] -= 1
+            await chunks.aclose()  # cancels the request unless it finished
             metrics.requests.labels(status).inc()
 
     async def sse(events, rid):

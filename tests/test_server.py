@@ -53,7 +53,9 @@ def test_streaming_and_plain_give_the_same_answer(server):
     assert "eight in the morning" in plain.choices[0].message.content
     assert len(pieces) > 1  # committed prefixes stream, not one blob at the end
     timings = final.model_extra["ttfat_timings"]
-    assert 0 < timings["first_token_ms"] <= timings["first_answer_token_ms"] <= timings["done_ms"]
+    assert 0 < timings["arrival_ms"] <= timings["first_token_ms"] <= timings["first_answer_token_ms"]
+    assert timings["queue_ms"] >= 0 and 0 < timings["prefill_ms"] <= timings["first_token_ms"]
+    assert timings["first_answer_token_ms"] <= timings["done_ms"]
     assert timings["forwards"] >= 1 and final.usage.completion_tokens >= len(pieces)
     assert [m.id for m in c.models.list().data] == ["bundled"]
 
