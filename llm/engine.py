@@ -1,8 +1,8 @@
 """The engine: add_request -> step() = schedule -> run -> postprocess, as in nano-vllm.
 
 Every step runs one forward pass over all running requests together (different prompt lengths,
-phases and cache modes are padded into one batch), then each request commits tokens and streams the
-ones that became final. New requests join between steps; a cancelled one leaves between steps and
+phases and cache modes share it; `batch.py` says how), then each request commits tokens and streams
+the ones that became final. New requests join between steps; a cancelled one leaves between steps and
 frees its cache slot.
 """
 
