@@ -46,7 +46,13 @@ def pulse(tmp_path_factory):
         "--daemonize=yes",
         "--exit-idle-time=-1",
         "--disallow-exit",
-        "--log-target=stderr",
+        # a test daemon on a busy CI machine: no realtime priority or CPU limiter that could kill it, and
+        # no shared-memory transport (its memfd path logs pulseaudio bug 824 when clients come and go)
+        "--disable-shm=yes",
+        "--realtime=no",
+        "--high-priority=no",
+        "--no-cpu-limit",
+        f"--log-target=file:{runtime / 'pulse.log'}",
     ]
     subprocess.run(args + [a for m in modules for a in ("-L", m)], env=env, check=True, capture_output=True)
     deadline = time.monotonic() + 10
@@ -55,6 +61,14 @@ def pulse(tmp_path_factory):
         time.sleep(0.1)
     yield {**env, "PULSE_SINK": "agent_out", "PULSE_SOURCE": "virtual_mic"}
     subprocess.run(["pulseaudio", "--kill"], env=env)
+
+
+def pulse_log(env: dict) -> str:
+    """The test daemon's last log lines, for a failure message."""
+    log = Path(env["XDG_RUNTIME_DIR"]) / "pulse.log"
+    alive = subprocess.run(["pactl", "info"], env=env, capture_output=True).returncode == 0
+    tail = log.read_text(errors="replace").splitlines()[-20:] if log.exists() else []
+    return f"PulseAudio {'running' if alive else 'NOT running'}; its log ends:\n" + "\n".join(tail)
 
 
 class Capture:
@@ -107,7 +121,7 @@ def session(env: dict, out: Path):
     cmd = [sys.executable, "-m", "voice.cli", "talk", "--out", str(out)]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if not any("listening" in line for line in proc.stderr):
-        pytest.fail(f"ttfat talk did not start: {proc.communicate()}")
+        pytest.fail(f"ttfat talk did not start: {proc.communicate()}\n{pulse_log(env)}")
     capture = Capture(env)
     try:
         yield proc, capture
@@ -186,7 +200,7 @@ def test_devices_are_listed_and_a_wrong_one_is_explained(pulse):
     run = lambda *a: subprocess.run([sys.executable, "-m", "voice.cli", "talk", *a], env=pulse,  # noqa: E731
                                     capture_output=True, text=True, timeout=60)  # fmt: skip
     listed = run("--list-devices")
-    assert listed.returncode == 0 and "pulse" in listed.stdout
+    assert listed.returncode == 0 and "pulse" in listed.stdout, pulse_log(pulse)
     wrong = run("--input-device", "no such microphone")
     assert wrong.returncode == 2 and "cannot open the microphone no such microphone" in wrong.stderr
 
