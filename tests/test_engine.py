@@ -224,6 +224,32 @@ def test_cancellation_frees_the_slot_without_disturbing_others(block_dir):
     assert sorted(engine.cache.free) == [0, 1]
 
 
+@pytest.mark.parametrize("cache", ["block", "dual"])
+def test_a_request_moved_into_a_freed_slot_decodes_as_if_alone(llada_dir, block_dir, cache):
+    """Running requests stay in cache slots 0..B-1: when one leaves, the last one moves into its slot
+    with its cached keys, mid-answer, and must not notice."""
+    if cache == "block":
+        path, params = block_dir, GenerationParams(gen_length=32, steps=32)
+    else:
+        path, params = llada_dir, GenerationParams(gen_length=16, block_length=8, steps=16, cache="dual")
+    engine = Engine(path, device="cpu", max_batch=3, prefix_cache=0)
+    prompts = [[1, 2, 3, 4], [7, 8, 9], [5, 6, 7, 8, 9, 10]]
+    alone = [engine.generate([p], params)[0].token_ids for p in prompts[1:]]
+    ids = [engine.add_request(p, params) for p in prompts]
+    out: dict[str, list] = {i: [] for i in ids}
+    for _ in range(3):
+        for chunk in engine.step():
+            out[chunk.request_id].append(chunk)
+    engine.cancel(ids[0])
+    for chunk in engine.step():
+        out[chunk.request_id].append(chunk)
+    assert [(s.id, s.slot) for s in engine.running] == [(ids[2], 0), (ids[1], 1)]
+    while engine.has_work():
+        for chunk in engine.step():
+            out[chunk.request_id].append(chunk)
+    assert [[t for c in out[i] for t in c.token_ids] for i in ids[1:]] == alone
+
+
 def test_async_stream_and_cancel(block_dir):
     import asyncio
 
@@ -344,3 +370,11 @@ def test_prompt_prefix_reuse_is_exact(block_dir):
     assert reuse.generate([first], params)[0].token_ids == fresh.generate([first], params)[0].token_ids
     assert reuse.prefixes.reused_tokens == 15 + 19  # all but the last prompt token
     assert fresh.prefixes.hits == 0
+
+
+def test_attention_calls_group_requests_while_padding_stays_under_half():
+    from llm.batch import runs
+
+    assert runs([8, 16, 8, 8, 60, 8]) == [(0, 4), (4, 6)]  # 4 x 16 padded for 40 real; 2 x 60 for 68
+    assert runs([120, 8, 8, 8]) == [(0, 2), (2, 4)]  # 2 x 120 for 128 real; a third would pad 224
+    assert runs([8]) == [(0, 1)]
