@@ -24,8 +24,7 @@ def main() -> None:
     ap.add_argument("--dtype", choices=("float32", "bfloat16"), help="the server's (default: its own)")
     ap.add_argument("--threads", type=int, help="the server's CPU threads (default: its own)")
     args = ap.parse_args()
-    threads = torch.get_num_threads()
-    print(f"# server bench: {platform.machine()}, {threads} threads, torch {torch.__version__}")
+    print(f"# server bench: {platform.machine()}, torch {torch.__version__}")
     print(f"# model {args.model}, dtype {args.dtype or 'default'}, threads {args.threads or 'default'}; "
           "server in its own process")  # fmt: skip
     print(f"# client and server share this machine's {os.cpu_count()} cores")

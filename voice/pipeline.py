@@ -229,12 +229,12 @@ class Call:
         except asyncio.CancelledError:
             if index in self.merged:
                 return  # the turn goes on in a new task; this one leaves no record
-            heard = "first_useful_audio_heard" in record.anchors
-            record.status = "ok" if heard else "no_answer"
-            record.error = None if heard else "the caller barged in before a useful answer"
             if index not in self.barged:
                 record.status, record.error = "no_answer", "the session ended before the answer"
                 raise
+            heard = "first_useful_audio_heard" in record.anchors
+            early = ("no_answer", "the caller barged in before a useful answer")
+            record.status, record.error = ("ok", None) if heard else early
         except asyncio.TimeoutError:
             record.status = "timeout"
             record.error = f"no complete answer within {self.settings.turn_timeout_s} s"

@@ -8,6 +8,7 @@ turns still running are recorded as unanswered and the run directory is complete
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 
 from voice.pipeline import Call, Settings, Stages
@@ -49,8 +50,6 @@ async def talk(
     publisher=None,
     seconds: float | None = None,
 ) -> dict:
-    import contextlib
-
     async with publisher or contextlib.nullcontext():
         log = RunLog(out, publisher)
         warmup = await stages.warm_up()
