@@ -27,7 +27,7 @@ from pathlib import Path
 
 from llm.phrasing import compose, extra_missing_products
 from llm.spoken import ID_FORMS, digits, parse_order_id, say_order_id
-from llm.store import STATUSES, STORE_NAME, SYSTEM_PROMPT, Store
+from llm.store import STATUSES, STORE_NAME, SYSTEM_PROMPT, Store, order_result, stock_result
 
 HELDOUT_FRACTION = 0.15
 SPLITS = ("train", "heldout")
@@ -867,6 +867,8 @@ TRAIN_INTENT_WEIGHTS = {
 }
 HISTORY_FRACTION = 0.25
 MAX_USER_WORDS = 25
+# Train only: share of tool results whose facts come from other rows (see _Generator._copy_practice).
+COPY_PRACTICE = 0.3
 # Train only: share of user turns phrased by llm.phrasing instead of a hand-written template.
 COMPOSED_FRACTION = 0.6
 # Train only: ASR-style rewrites of a template (contractions, casual forms) and droppable words.
@@ -909,6 +911,7 @@ class _Generator:
         held = split == "heldout"
         ids = sorted(store.orders)
         mine = [i for i in ids if in_heldout_id(i) == held]
+        self.train_ids = mine
         self.ids_by_status = {s: [i for i in mine if store.orders[i]["status"] == s] for s in STATUSES}
         known = set(ids)
         self.unknown_ids = [
@@ -987,6 +990,22 @@ class _Generator:
         text = noisy(template, self.rng, {}, light=light)
         answer, facts = DIRECT_ANSWERS[intent]
         return text, template, answer, list(facts)
+
+    def _copy_practice(self, result: dict) -> dict:
+        """Train only: sometimes a tool result whose facts are drawn from other database rows, so the
+        answer must copy them from the result (each id or product otherwise always has the same
+        facts, which a small model memorises instead of reading)."""
+        if self.split != "train" or not result.get("found") or self.rng.random() >= COPY_PRACTICE:
+            return result
+        rng = self.rng
+        if "order_id" in result:
+            # Status and its dates from one row, carrier and total from others.
+            a, b, c = (self.store.orders[i] for i in rng.sample(self.train_ids, 3))
+            row = {**a, "total_cents": b["total_cents"], "carrier": c["carrier"] or a["carrier"]}
+            return order_result(result["order_id"], row)
+        a, b = (self.store.products[p] for p in rng.sample(self.products, 2))
+        row = {**a, "price_cents": b["price_cents"]}
+        return stock_result(result["product"], row)
 
     def _pick_order(self) -> str:
         status = self.rng.choice(STATUSES)
@@ -1092,7 +1111,7 @@ class _Generator:
                     meta.update(hmeta)
                 user, template = self._user_with_id(asked, oid)
                 meta["template_group"] = asked
-            result = self.store.lookup_order(oid)
+            result = self._copy_practice(self.store.lookup_order(oid))
             answer, facts = order_answer(asked, result)
             meta.update(
                 template=template, order_id=oid, asked_intent=asked, status=result.get("status", "unknown")
@@ -1108,7 +1127,7 @@ class _Generator:
         if intent in ("stock", "unknown_product"):
             name = rng.choice(self.products if intent == "stock" else self.missing)
             user, template = self._stock_text(name)
-            result = self.store.check_stock(name)
+            result = self._copy_practice(self.store.check_stock(name))
             answer, facts = stock_answer(result)
             meta.update(template=template, template_group="stock", product=name)
             return self._two_calls(

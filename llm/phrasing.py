@@ -95,6 +95,14 @@ NO_ID_OBJECTS = [
     "the thing i ordered",
     "my shipment",
 ]
+NO_ID_RETURN_OBJECTS = [
+    "something i bought",
+    "an item i bought",
+    "something i ordered",
+    "an item i ordered",
+    "the thing i bought",
+    "a purchase",
+]
 
 REQUESTS: dict[str, list[str]] = {
     "order_status": [
@@ -132,6 +140,12 @@ REQUESTS: dict[str, list[str]] = {
         "do you know where {o} is",
         "can you see where {o} is",
         "track {o}",
+        "i never got {o}",
+        "i never received {o}",
+        "i still haven't received {o}",
+        "what happened with {o}",
+        "is {o} lost",
+        "i think {o} got lost",
     ],
     "delivery_date": [
         "when will {o} arrive",
@@ -158,6 +172,12 @@ REQUESTS: dict[str, list[str]] = {
         "what time will {o} show up",
         "do you know when {o} will arrive",
         "when is {o} due",
+        "when am i supposed to get {o}",
+        "when is {o} supposed to show up",
+        "when is {o} expected",
+        "when is {o} scheduled to arrive",
+        "what's the arrival date for {o}",
+        "how many days until {o} comes",
     ],
     "cancel_order": [
         "i want to cancel {o}",
@@ -178,6 +198,9 @@ REQUESTS: dict[str, list[str]] = {
         "i ordered by accident can you cancel {o}",
         "i want to call off {o}",
         "can {o} still be cancelled",
+        "i'd like {o} cancelled",
+        "please stop {o} from shipping",
+        "i no longer need {o}",
     ],
     "change_order": [
         "i need to change the address on {o}",
@@ -200,6 +223,11 @@ REQUESTS: dict[str, list[str]] = {
         "i'd like to make changes to {o}",
         "can i switch the item in {o}",
         "i moved can you change the address on {o}",
+        "i made a typo on {o}",
+        "i made an error with the address on {o}",
+        "the address on {o} is wrong",
+        "can you fix the address on {o}",
+        "i gave the wrong address for {o}",
     ],
     "return_refund": [
         "i want to return {o}",
@@ -222,6 +250,11 @@ REQUESTS: dict[str, list[str]] = {
         "can i exchange {o}",
         "how do i get a refund for {o}",
         "what's happening with my refund for {o}",
+        "i bought the wrong size in {o}",
+        "is it too late to return {o}",
+        "{o} arrived damaged i want my money back",
+        "i was never refunded for {o}",
+        "i'd like to send {o} back",
     ],
 }
 
@@ -352,6 +385,18 @@ STOCK_REQUESTS = [
     "is there {product} in stock",
     "are you out of {product}",
     "do you guys have {product}",
+    "does your store sell {product}",
+    "are you selling {product}",
+    "is {product} something you sell",
+    "do you stock {product}",
+    "is {product} something you carry",
+    "would you have {product}",
+    "can i get {product} from you",
+    "is {product} for sale",
+    "i want to know if you have {product}",
+    "look up {product} for me",
+    "please check {product}",
+    "how about {product}",
 ]
 
 DIRECT: dict[str, list[list[str]]] = {
@@ -518,6 +563,10 @@ DIRECT: dict[str, list[list[str]]] = {
             "until what time are you open",
             "is the store open {when}",
             "can i call {when}",
+            "what are your opening times",
+            "when does the phone line open",
+            "what are your hours of operation",
+            "what time does the support line open {when}",
         ],
     ],
     "shipping": [
@@ -563,6 +612,12 @@ DIRECT: dict[str, list[list[str]]] = {
             "what are the rules for returns",
             "can you explain the return policy",
             "how fast are refunds",
+            "is there a limit on how long i have to return things",
+            "how many weeks do i have to send something back",
+            "can i still return something after two weeks",
+            "is a month too late to send it back",
+            "what's your policy on returns",
+            "do returns have a deadline",
         ],
     ],
     "out_of_scope": [
@@ -646,13 +701,55 @@ DIRECT: dict[str, list[list[str]]] = {
             "when is my rent due",
             "how do i apply for a job",
             "what's the speed of light",
+            "what time is it in {city}",
+            "what's the time in {country}",
+            "what's today's date",
+            "who is the president",
+            "tell me a joke",
+            "what is the meaning of this word",
+            "what's the point of school",
+            "how far away is the moon",
+            "sing me a song",
+            "who made you",
+            "what's the population of {country}",
+            "who won the election",
+            "how do i make friends",
+            "what should i do this weekend",
         ],
     ],
 }
+# "get me a person": the agent request as a bare imperative.
+AGENT_IMPERATIVES = [
+    "get me",
+    "put me through to",
+    "connect me with",
+    "transfer me to",
+    "i need",
+    "i want",
+    "can i have",
+    "give me",
+    "find me",
+]
 SLOT_WORDS = {
     "day": ["sunday", "saturday", "monday", "friday", "weekends", "holidays", "sundays", "saturdays"],
     "when": ["today", "tomorrow", "tonight", "this weekend", "right now", "on the weekend", "late"],
-    "city": ["chicago", "boston", "paris", "london", "denver", "seattle", "miami", "dallas"],
+    "city": [
+        "chicago",
+        "boston",
+        "paris",
+        "london",
+        "denver",
+        "seattle",
+        "miami",
+        "dallas",
+        "tokyo",
+        "sydney",
+        "rome",
+        "berlin",
+        "toronto",
+        "madrid",
+        "dubai",
+    ],
     "music": ["jazz", "rock music", "country music", "classical music", "my playlist", "taylor swift"],
     "country": ["france", "japan", "canada", "brazil", "italy", "mexico", "spain", "germany"],
     "food": ["lasagna", "pancakes", "fried rice", "chicken soup", "banana bread", "tacos"],
@@ -777,7 +874,8 @@ def compose(group: str, rng: random.Random) -> str:
         body = rng.choice(ID_REPLY_BODIES)
         return _join(lead, body, _pick(rng, ["thanks", "i think", "that's it", "please"], 0.15))
     if group.startswith("no_id:"):
-        core = rng.choice(REQUESTS[group[6:]]).replace("{o}", rng.choice(NO_ID_OBJECTS))
+        objects = NO_ID_OBJECTS + (NO_ID_RETURN_OBJECTS if group == "no_id:return_refund" else [])
+        core = rng.choice(REQUESTS[group[6:]]).replace("{o}", rng.choice(objects))
         return _join(_pick(rng, OPENERS, 0.35), core, _pick(rng, CLOSERS, 0.2))
     if group in REQUESTS:
         if rng.random() < 0.2:
@@ -789,6 +887,9 @@ def compose(group: str, rng: random.Random) -> str:
         return _join(_pick(rng, OPENERS, 0.35), core, _pick(rng, CLOSERS, 0.2))
     if group == "stock":
         return _join(_pick(rng, OPENERS, 0.3), rng.choice(STOCK_REQUESTS), _pick(rng, CLOSERS, 0.15))
+    if group == "agent" and rng.random() < 0.3:
+        pools = [AGENT_IMPERATIVES, DIRECT["agent"][2], DIRECT["agent"][3]]
+        return _join(_pick(rng, OPENERS, 0.2), *(rng.choice(pool) for pool in pools))
     text = _join(*(rng.choice(pool) for pool in DIRECT[group]))
     for slot, words in SLOT_WORDS.items():
         text = text.replace("{" + slot + "}", rng.choice(words))
@@ -797,8 +898,28 @@ def compose(group: str, rng: random.Random) -> str:
     return text
 
 
+# Syllables for invented brand-like names: words no tokenizer merge or training name predicts, so the
+# model has to copy the caller's spelling into check_stock token by token.
+SYLLABLES = [
+    "ka", "lo", "vi", "zen", "tor", "mi", "ra", "bel", "qu", "dro", "fen", "lux", "po", "sa",
+    "nim", "ber", "ko", "tri", "vo", "gal", "ex", "ol", "ari", "mon", "pex", "ul", "ste", "dax",
+]  # fmt: skip
+
+
+def invented_name(rng: random.Random) -> str:
+    """A made-up product name: one or two invented words, sometimes before an everyday noun."""
+    words = [
+        "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 3))) for _ in range(rng.randint(1, 2))
+    ]
+    if rng.random() < 0.5:
+        words.append(rng.choice(EXTRA_MISSING_NOUNS))
+    return " ".join(words)
+
+
 def extra_missing_products(rng: random.Random) -> list[str]:
-    """Names the store does not carry, with and without a modifier (deterministic for a given rng)."""
+    """Names the store does not carry: everyday nouns with and without a modifier, and invented names
+    (deterministic for a given rng)."""
     names = list(EXTRA_MISSING_NOUNS)
     names += [f"{rng.choice(MODIFIERS)} {n}" for n in EXTRA_MISSING_NOUNS for _ in range(3)]
+    names += [invented_name(rng) for _ in range(400)]
     return sorted(set(names))

@@ -433,6 +433,37 @@ def _norm_words(text: str) -> list[str]:
     return out
 
 
+def order_result(order_id: str, row: dict) -> dict:
+    """What ``lookup_order`` says about an orders row: only the facts its status makes relevant, spoken."""
+    res: dict = {"found": True, "order_id": order_id, "status": row["status"]}
+    st = row["status"]
+    if st in ("shipped", "out_for_delivery"):
+        res["carrier"] = row["carrier"]
+        res["eta"] = spoken_date(row["eta_date"])
+    elif st == "delivered":
+        res["delivered"] = spoken_date(row["delivered_date"])
+    elif st == "processing":
+        ships = _dt.date.fromisoformat(row["eta_date"]) - _dt.timedelta(days=SHIP_LEAD_DAYS)
+        res["ships"] = spoken_date(ships)
+    elif st in ("cancelled", "returned"):
+        res["refund"] = money(row["total_cents"])
+    return res
+
+
+def stock_result(name: str, row: dict) -> dict:
+    """What ``check_stock`` says about a products row."""
+    res = {
+        "found": True,
+        "product": name,
+        "in_stock": row["in_stock"],
+        "in_stock_words": number(row["in_stock"]),
+        "price": money(row["price_cents"]),
+    }
+    if row["in_stock"] == 0:
+        res["restock"] = spoken_date(row["restock_date"])
+    return res
+
+
 class Store:
     """Read-only access to a store database, with the two tools the agent can call."""
 
@@ -458,20 +489,7 @@ class Store:
         oid = raw if re.fullmatch(r"\d{4}", raw) else parse_order_id(raw)
         if oid is None or oid not in self.orders:
             return {"found": False, "order_id": oid if oid is not None else raw}
-        o = self.orders[oid]
-        res: dict = {"found": True, "order_id": oid, "status": o["status"]}
-        st = o["status"]
-        if st in ("shipped", "out_for_delivery"):
-            res["carrier"] = o["carrier"]
-            res["eta"] = spoken_date(o["eta_date"])
-        elif st == "delivered":
-            res["delivered"] = spoken_date(o["delivered_date"])
-        elif st == "processing":
-            ships = _dt.date.fromisoformat(o["eta_date"]) - _dt.timedelta(days=SHIP_LEAD_DAYS)
-            res["ships"] = spoken_date(ships)
-        elif st in ("cancelled", "returned"):
-            res["refund"] = money(o["total_cents"])
-        return res
+        return order_result(oid, self.orders[oid])
 
     def find_product(self, product: str) -> str | None:
         """Forgiving, case-insensitive match of a product name; None when nothing matches."""
@@ -492,17 +510,7 @@ class Store:
         name = self.find_product(product)
         if name is None:
             return {"found": False, "product": str(product)}
-        p = self.products[name]
-        res = {
-            "found": True,
-            "product": name,
-            "in_stock": p["in_stock"],
-            "in_stock_words": number(p["in_stock"]),
-            "price": money(p["price_cents"]),
-        }
-        if p["in_stock"] == 0:
-            res["restock"] = spoken_date(p["restock_date"])
-        return res
+        return stock_result(name, self.products[name])
 
     def execute(self, name: str, arguments: dict | str) -> dict:
         """Run a tool by name; never raises (errors come back as ``{"error": ...}``)."""
