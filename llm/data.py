@@ -991,13 +991,14 @@ class _Generator:
         answer, facts = DIRECT_ANSWERS[intent]
         return text, template, answer, list(facts)
 
-    def _copy_practice(self, result: dict) -> dict:
+    def _copy_practice(self, result: dict, meta: dict) -> dict:
         """Train only: sometimes a tool result whose facts are drawn from other database rows, so the
         answer must copy them from the result (each id or product otherwise always has the same
         facts, which a small model memorises instead of reading)."""
         if self.split != "train" or not result.get("found") or self.rng.random() >= COPY_PRACTICE:
             return result
         rng = self.rng
+        meta["copy_practice"] = True
         if "order_id" in result:
             # Status and its dates from one row, carrier and total from others.
             a, b, c = (self.store.orders[i] for i in rng.sample(self.train_ids, 3))
@@ -1111,7 +1112,7 @@ class _Generator:
                     meta.update(hmeta)
                 user, template = self._user_with_id(asked, oid)
                 meta["template_group"] = asked
-            result = self._copy_practice(self.store.lookup_order(oid))
+            result = self._copy_practice(self.store.lookup_order(oid), meta)
             answer, facts = order_answer(asked, result)
             meta.update(
                 template=template, order_id=oid, asked_intent=asked, status=result.get("status", "unknown")
@@ -1127,7 +1128,7 @@ class _Generator:
         if intent in ("stock", "unknown_product"):
             name = rng.choice(self.products if intent == "stock" else self.missing)
             user, template = self._stock_text(name)
-            result = self._copy_practice(self.store.check_stock(name))
+            result = self._copy_practice(self.store.check_stock(name), meta)
             answer, facts = stock_answer(result)
             meta.update(template=template, template_group="stock", product=name)
             return self._two_calls(
