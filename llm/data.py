@@ -863,7 +863,7 @@ TRAIN_INTENT_WEIGHTS = {
     "bad_order_id": 7,
     "greeting": 5,
     "out_of_scope": 9,
-    "unknown_product": 5,
+    "unknown_product": 8,
 }
 HISTORY_FRACTION = 0.25
 MAX_USER_WORDS = 25
@@ -929,7 +929,7 @@ class _Generator:
         if split == "train":
             self.missing += [
                 p
-                for p in extra_missing_products(random.Random(f"ttfat-missing:{seed}"))
+                for p in extra_missing_products(random.Random(f"ttfat-missing:{seed}"), self.products)
                 if store.find_product(p) is None and not _overlaps_any(p, HELDOUT_MISSING)
             ]
         weights = TRAIN_INTENT_WEIGHTS if split == "train" else INTENT_WEIGHTS

@@ -916,10 +916,20 @@ def invented_name(rng: random.Random) -> str:
     return " ".join(words)
 
 
-def extra_missing_products(rng: random.Random) -> list[str]:
-    """Names the store does not carry: everyday nouns with and without a modifier, and invented names
-    (deterministic for a given rng)."""
-    names = list(EXTRA_MISSING_NOUNS)
-    names += [f"{rng.choice(MODIFIERS)} {n}" for n in EXTRA_MISSING_NOUNS for _ in range(3)]
-    names += [invented_name(rng) for _ in range(400)]
-    return sorted(set(names))
+def recombined_name(rng: random.Random, names: list[str]) -> str:
+    """The front of one product name and the last word of another ("dog" + "mat"): familiar words in
+    an order training never pairs, so check_stock must copy the words rather than recall a name."""
+    a, b = rng.sample(names, 2)
+    front = a.split()[:-1] or a.split()
+    return " ".join(front[: rng.randint(1, len(front))] + b.split()[-1:])
+
+
+def extra_missing_products(rng: random.Random, names: list[str]) -> list[str]:
+    """Names the store does not carry: everyday nouns with and without a modifier, recombinations of
+    ``names`` and these nouns, and invented names (deterministic for a given rng)."""
+    out = list(EXTRA_MISSING_NOUNS)
+    out += [f"{rng.choice(MODIFIERS)} {n}" for n in EXTRA_MISSING_NOUNS for _ in range(3)]
+    pool = names + EXTRA_MISSING_NOUNS
+    out += [recombined_name(rng, pool) for _ in range(600)]
+    out += [invented_name(rng) for _ in range(150)]
+    return sorted(set(out))
