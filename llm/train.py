@@ -263,6 +263,7 @@ def train(tc: TrainConfig) -> Path:
         "init": str(tc.init) if tc.init else None,
         "lr": tc.lr,
         "examples": tc.examples,
+        "seed": tc.seed,
         "complementary": tc.complementary,
     }
     (tc.out / "train_info.json").write_text(json.dumps(info, indent=2) + "\n")
