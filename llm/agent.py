@@ -19,7 +19,7 @@ from typing import Protocol
 from llm.async_engine import AsyncEngine
 from llm.params import GenerationParams
 from llm.reply import ReplyParser, ToolCall
-from llm.spoken import parse_order_id
+from llm.spoken import caller_words, parse_order_id
 from llm.store import SYSTEM_PROMPT, TOOLS, Store, order_id_argument
 
 
@@ -102,12 +102,17 @@ class TurnResult:
 
 
 class Agent:
+    """``words`` rewrites what the caller said before the LLM sees it (this turn and earlier ones): by
+    default into the lowercase, unpunctuated form the bundled models were trained on; ``None`` sends
+    ASR text unchanged (for an LLM that prefers it cased and punctuated)."""
+
     def __init__(self, llm: ChatLLM, store: Store | None = None, system_prompt: str = SYSTEM_PROMPT,
-                 max_tool_rounds: int = 2):  # fmt: skip
+                 max_tool_rounds: int = 2, words: Callable[[str], str] | None = caller_words):  # fmt: skip
         self.llm = llm
         self.store = store or Store()
         self.system_prompt = system_prompt
         self.max_tool_rounds = max_tool_rounds
+        self.words = words or (lambda text: text)
 
     def execute(self, call: ToolCall, messages: list[dict]) -> dict:
         """Run a tool call. An order number the caller never said is not looked up (a small model can
@@ -134,8 +139,9 @@ class Agent:
         holds them all."""
         emit = on_event or (lambda name, delta: None)
         result = TurnResult(user_text, request_ns=time.monotonic_ns())
-        messages = [{"role": "system", "content": self.system_prompt}, *(history or []),
-                    {"role": "user", "content": user_text}]  # fmt: skip
+        said = [*(history or []), {"role": "user", "content": user_text}]
+        said = [{**m, "content": self.words(m["content"])} if m["role"] == "user" else m for m in said]
+        messages = [{"role": "system", "content": self.system_prompt}, *said]
         for round_ in range(self.max_tool_rounds + 1):
             content, calls, first_content = "", [], None
             result.llm_calls += 1

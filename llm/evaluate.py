@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import json
-import re
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +23,7 @@ from llm.data import Example, make_examples, real_queries
 from llm.engine import Engine
 from llm.params import GenerationParams
 from llm.reply import split_reply
-from llm.spoken import parse_order_id
+from llm.spoken import caller_words, parse_order_id
 from llm.store import STATUSES, order_id_argument
 
 CARRIERS_AND_PHRASES = ["UPS", "USPS", "FedEx", "DHL", "your order", "should arrive", "December", "January"]
@@ -97,10 +96,6 @@ def score(engine: Engine, examples: list[Example], params: GenerationParams, set
                   statistics.median(times), len(tool_ok), len(ans_ok))  # fmt: skip
 
 
-def asr_like(text: str) -> str:
-    return re.sub(r"[^\w\s']", "", text.lower()).strip()
-
-
 def invented_order_facts(engine: Engine, params: GenerationParams, limit: int = 400) -> dict:
     """Real out-of-scope queries: model replies that state order facts nobody looked up or look up a
     number the caller never said (`invented_rate`), and agent answers, as the caller hears them, that
@@ -116,7 +111,7 @@ def invented_order_facts(engine: Engine, params: GenerationParams, limit: int = 
     for q in queries:
         msgs = [
             {"role": "system", "content": SYSTEM_PROMPT},
-            {"role": "user", "content": asr_like(q["text"])},
+            {"role": "user", "content": caller_words(q["text"])},
         ]
         examples.append((q, tok.encode_chat(msgs)))
     for i in range(0, len(examples), 16):
@@ -124,7 +119,7 @@ def invented_order_facts(engine: Engine, params: GenerationParams, limit: int = 
         for (q, _), gen in zip(part, engine.generate([p for _, p in part], params), strict=True):
             content, calls = split_reply(tok, gen.token_ids)
             tool_calls += bool(calls)
-            said_id = parse_order_id(asr_like(q["text"]))
+            said_id = parse_order_id(caller_words(q["text"]))
             bad_call = any(
                 c.name == "lookup_order" and order_id_argument(c.arguments) != said_id for c in calls
             )
@@ -137,7 +132,7 @@ def invented_order_facts(engine: Engine, params: GenerationParams, limit: int = 
         "invented_rate": invented / n,
         "polite_refusal_rate": refused / n,
         "tool_call_rate": tool_calls / n,
-        "agent_invented_rate": agent_invented(engine, [asr_like(q["text"]) for q in queries], params) / n,
+        "agent_invented_rate": agent_invented(engine, [caller_words(q["text"]) for q in queries], params) / n,
     }
 
 

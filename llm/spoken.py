@@ -225,6 +225,14 @@ def _run_candidates(run: list[str]):
                     yield run[a:b]
 
 
+def caller_words(text: str) -> str:
+    """ASR output as the bundled models were trained to read it: lowercase, no punctuation but
+    apostrophes. Whisper writes "Hello, can you check order 777-0?"; a dash or dot between digits goes
+    ("7770"), any other mark becomes a space."""
+    text = re.sub(r"(?<=\d)[-.,](?=\d)", "", text.lower())
+    return " ".join(re.sub(r"[^\w\s']", " ", text).split())
+
+
 def parse_order_id(text: str) -> str | None:
     """Recover a 4-digit order id from ASR-like text, or None.
 

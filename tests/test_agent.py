@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from llm.agent import Agent
 from llm.reply import ToolCall
+from llm.spoken import caller_words
 from llm.store import Store
 
 
@@ -20,3 +21,12 @@ def test_only_numbers_the_caller_said_are_looked_up():
     assert agent.execute(call, invented) == {"found": False, "order_id": oid}
     stock = ToolCall("check_stock", '{"product": "yoga mat"}')
     assert agent.execute(stock, invented)["found"]  # products need no such check
+
+
+def test_caller_words_are_what_the_models_were_trained_on():
+    assert (
+        caller_words("Hello, can you check order 777-0? Please?") == "hello can you check order 7770 please"
+    )
+    assert caller_words("When does order 66.33 arrive?") == "when does order 6633 arrive"
+    assert caller_words("I'd like to talk to a person.") == "i'd like to talk to a person"
+    assert caller_words("Great,thanks!") == "great thanks"

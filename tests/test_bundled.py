@@ -53,6 +53,13 @@ def test_digits_said_as_numbers_reach_the_tool(agent):
     assert [json.loads(c.arguments) for c in result.tool_calls] == [{"order_id": oid}]
 
 
+def test_whisper_casing_and_punctuation_reach_the_model_as_trained(agent):
+    """Without caller_words the diffusion model asks for the number again."""
+    oid = heldout_order("delivered")
+    result = ask(agent, f"Hello, can you check order {oid[:3]}-{oid[3]}? Please?")
+    assert [json.loads(c.arguments) for c in result.tool_calls] == [{"order_id": oid}]
+
+
 def test_direct_answers_need_no_tool(agent):
     result = ask(agent, "what time do you open")
     assert not result.tool_calls
