@@ -911,7 +911,7 @@ class _Generator:
         held = split == "heldout"
         ids = sorted(store.orders)
         mine = [i for i in ids if in_heldout_id(i) == held]
-        self.train_ids = mine
+        self.ids = mine  # this split's order ids
         self.ids_by_status = {s: [i for i in mine if store.orders[i]["status"] == s] for s in STATUSES}
         known = set(ids)
         self.unknown_ids = [
@@ -1001,7 +1001,7 @@ class _Generator:
         meta["copy_practice"] = True
         if "order_id" in result:
             # Status and its dates from one row, carrier and total from others.
-            a, b, c = (self.store.orders[i] for i in rng.sample(self.train_ids, 3))
+            a, b, c = (self.store.orders[i] for i in rng.sample(self.ids, 3))
             row = {**a, "total_cents": b["total_cents"], "carrier": c["carrier"] or a["carrier"]}
             return order_result(result["order_id"], row)
         a, b = (self.store.products[p] for p in rng.sample(self.products, 2))
