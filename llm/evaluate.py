@@ -107,38 +107,33 @@ def invented_order_facts(engine: Engine, params: GenerationParams, limit: int = 
         return {"n": 0, "note": "no real queries found under ../shared/data/text"}
     tok = engine.tokenizer
     invented, refused, tool_calls = 0, 0, 0
-    examples = []
-    for q in queries:
-        msgs = [
-            {"role": "system", "content": SYSTEM_PROMPT},
-            {"role": "user", "content": caller_words(q["text"])},
-        ]
-        examples.append((q, tok.encode_chat(msgs)))
-    for i in range(0, len(examples), 16):
-        part = examples[i : i + 16]
-        for (q, _), gen in zip(part, engine.generate([p for _, p in part], params), strict=True):
+    texts = [caller_words(q["text"]) for q in queries]  # what the agent would hand the model
+    prompts = [tok.encode_chat([{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": t}])
+               for t in texts]  # fmt: skip
+    for i in range(0, len(prompts), 16):
+        for text, gen in zip(texts[i : i + 16], engine.generate(prompts[i : i + 16], params), strict=True):
             content, calls = split_reply(tok, gen.token_ids)
             tool_calls += bool(calls)
-            said_id = parse_order_id(caller_words(q["text"]))
+            said_id = parse_order_id(text)
             bad_call = any(
                 c.name == "lookup_order" and order_id_argument(c.arguments) != said_id for c in calls
             )
             facts = not calls and any(w.lower() in content.lower() for w in ORDER_FACT_WORDS)
             invented += bad_call or facts
             refused += "can't help" in content
-    n = len(examples)
+    n = len(texts)
     return {
         "n": n,
         "invented_rate": invented / n,
         "polite_refusal_rate": refused / n,
         "tool_call_rate": tool_calls / n,
-        "agent_invented_rate": agent_invented(engine, [caller_words(q["text"]) for q in queries], params) / n,
+        "agent_invented_rate": agent_invented(engine, [q["text"] for q in queries], params) / n,
     }
 
 
 def agent_invented(engine: Engine, texts: list[str], params: GenerationParams) -> int:
-    """What the caller would hear: full agent turns (tools included); an answer invents order facts
-    when it states one and no tool call found anything."""
+    """What the caller would hear: full agent turns (tools included, the agent's own caller_words); an
+    answer invents order facts when it states one and no tool call found anything."""
     import asyncio
 
     from llm.agent import Agent, EngineChat

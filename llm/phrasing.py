@@ -888,7 +888,7 @@ def compose(group: str, rng: random.Random) -> str:
     if group == "stock":
         return _join(_pick(rng, OPENERS, 0.3), rng.choice(STOCK_REQUESTS), _pick(rng, CLOSERS, 0.15))
     if group == "agent" and rng.random() < 0.3:
-        pools = [AGENT_IMPERATIVES, DIRECT["agent"][2], DIRECT["agent"][3]]
+        pools = [AGENT_IMPERATIVES, *DIRECT["agent"][2:]]  # "get me" + who + closer
         return _join(*(rng.choice(pool) for pool in pools))
     text = _join(*(rng.choice(pool) for pool in DIRECT[group]))
     for slot, words in SLOT_WORDS.items():
