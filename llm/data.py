@@ -25,7 +25,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from llm.phrasing import compose, extra_missing_products
+from llm.phrasing import compose, extra_missing_products, fresh_product_name
 from llm.spoken import ID_FORMS, digits, parse_order_id, say_order_id
 from llm.store import STATUSES, STORE_NAME, SYSTEM_PROMPT, Store, order_result, stock_result
 
@@ -869,6 +869,8 @@ HISTORY_FRACTION = 0.25
 MAX_USER_WORDS = 25
 # Train only: share of tool results whose facts come from other rows (see _Generator._copy_practice).
 COPY_PRACTICE = 0.3
+# Train only: share of unknown-product questions naming a product made up for that question.
+FRESH_NAMES = 0.5
 # Train only: share of user turns phrased by llm.phrasing instead of a hand-written template.
 COMPOSED_FRACTION = 0.6
 # Train only: ASR-style rewrites of a template (contractions, casual forms) and droppable words.
@@ -990,6 +992,14 @@ class _Generator:
         text = noisy(template, self.rng, {}, light=light)
         answer, facts = DIRECT_ANSWERS[intent]
         return text, template, answer, list(facts)
+
+    def _fresh_name(self) -> str:
+        """A name made up for this one question, drawn again while the store (any split) or the
+        held-out missing names know it: no fixed list the model could learn by heart."""
+        while True:
+            name = fresh_product_name(self.rng, self.products)
+            if self.store.find_product(name) is None and not _overlaps_any(name, HELDOUT_MISSING):
+                return name
 
     def _copy_practice(self, result: dict, meta: dict) -> dict:
         """Train only: sometimes a tool result whose facts are drawn from other database rows, so the
@@ -1126,7 +1136,12 @@ class _Generator:
             meta.update(hmeta)
 
         if intent in ("stock", "unknown_product"):
-            name = rng.choice(self.products if intent == "stock" else self.missing)
+            if intent == "stock":
+                name = rng.choice(self.products)
+            elif self.split == "train" and rng.random() < FRESH_NAMES:
+                name, meta["made_up_product"] = self._fresh_name(), True
+            else:
+                name = rng.choice(self.missing)
             user, template = self._stock_text(name)
             result = self._copy_practice(self.store.check_stock(name), meta)
             answer, facts = stock_answer(result)

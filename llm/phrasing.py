@@ -924,6 +924,32 @@ def recombined_name(rng: random.Random, names: list[str]) -> str:
     return " ".join(front[: rng.randint(1, len(front))] + b.split()[-1:])
 
 
+CONSONANTS, VOWELS = "bcdfghjklmnprstvwz", "aeiou"
+
+
+def pseudo_word(rng: random.Random) -> str:
+    """A pronounceable nonsense word over the whole alphabet ("tavemo", "rulk"): its BPE pieces are
+    whatever the letters give, so copying it trains a copy of any pieces, not of a syllable list."""
+    return "".join(
+        rng.choice(CONSONANTS) + rng.choice(VOWELS) + (rng.choice(CONSONANTS) if rng.random() < 0.3 else "")
+        for _ in range(rng.randint(1, 3))
+    )
+
+
+def fresh_product_name(rng: random.Random, names: list[str]) -> str:
+    """A product name made up for one question: nonsense words (half the time before an everyday
+    noun), an invented brand-like name, or a recombination of known words."""
+    r = rng.random()
+    if r < 0.5:
+        words = [pseudo_word(rng) for _ in range(rng.randint(1, 2))]
+        if rng.random() < 0.5:
+            words.append(rng.choice(EXTRA_MISSING_NOUNS + names).split()[-1])
+        return " ".join(words)
+    if r < 0.75:
+        return invented_name(rng)
+    return recombined_name(rng, names + EXTRA_MISSING_NOUNS)
+
+
 def extra_missing_products(rng: random.Random, names: list[str]) -> list[str]:
     """Names the store does not carry: everyday nouns with and without a modifier, recombinations of
     ``names`` and these nouns, and invented names (deterministic for a given rng)."""

@@ -298,6 +298,19 @@ def test_heldout_disjoint(train, heldout):
     assert not train_args & held_ids
 
 
+def test_train_names_products_made_up_for_one_question(train, heldout, store):
+    """Half the unknown-product questions name a product made up for that question: no list the model
+    could learn by heart instead of copying, and nothing the store or the held-out split knows."""
+    unknown = [e for e in train if e.intent == "unknown_product" and e.messages[-1]["role"] != "tool"]
+    made_up = [e.meta["product"] for e in unknown if e.meta.get("made_up_product")]
+    assert 0.3 < len(made_up) / len(unknown) < 0.7
+    assert len(set(made_up)) > 0.95 * len(made_up)
+    held_products = {e.meta["product"] for e in heldout if "product" in e.meta}
+    assert held_products and not set(made_up) & held_products
+    assert all(store.find_product(name) is None for name in made_up)
+    assert not any(e.meta.get("made_up_product") for e in heldout)
+
+
 def test_heldout_covers_statuses(heldout):
     statuses = {e.meta.get("status") for e in heldout if e.meta.get("status")}
     assert {"processing", "shipped", "out_for_delivery", "delivered", "cancelled", "returned"} <= statuses
