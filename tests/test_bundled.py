@@ -73,3 +73,15 @@ def test_stock_question_calls_check_stock(agent):
     assert [c.name for c in result.tool_calls] == ["check_stock"]
     assert result.tool_calls[0].result["found"]
     assert result.tool_calls[0].result["price"] in result.answer
+
+
+@pytest.mark.parametrize("name", ["sofa", "lava lamp"])
+def test_a_name_never_seen_in_training_is_copied_into_check_stock(agent, name):
+    """ "sofa" is a held-out name and "lava lamp" no generator list has: the argument is a copy of the
+    caller's words (stage 4 wrote "umba" and "oaf" for sofa, "laundry lamp"), and the store says it does
+    not carry it."""
+    result = ask(agent, f"do you sell {name}")
+    assert [(c.name, json.loads(c.arguments)) for c in result.tool_calls] == [
+        ("check_stock", {"product": name})
+    ]
+    assert not result.tool_calls[0].result["found"] and "couldn't find" in result.answer

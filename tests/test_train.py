@@ -8,9 +8,10 @@ import json
 import pytest
 import torch
 
-from llm.checkpoint import load_checkpoint
+from llm.checkpoint import BUNDLED, load_checkpoint
 from llm.engine import Engine
 from llm.params import GenerationParams
+from llm.tokenizer import Tokenizer
 from llm.train import Batches, TrainConfig, batch_logits, render, train
 
 TINY = dict(hidden_size=64, num_layers=2, num_heads=4, intermediate_size=128, batch_size=8, examples=400,
@@ -46,6 +47,27 @@ def test_short_training_runs_lower_the_loss_and_write_loadable_checkpoints(ar_di
         gen = engine.generate([prompt], GenerationParams(gen_length=16, steps=16))[0]
         assert gen.forwards >= 1
     assert json.loads((diffusion_dir / "train_info.json").read_text())["init"] == str(ar_dir)
+
+
+@pytest.mark.parametrize("which", ["trained", "bundled", "bundled-ar"])
+def test_a_name_is_the_same_tokens_said_and_as_a_tool_argument(request, which):
+    """The copy into check_stock is token for token, and conversations still decode to themselves."""
+    tok = Tokenizer(request.getfixturevalue("ar_dir") if which == "trained" else BUNDLED[which])
+    call = {
+        "type": "function",
+        "function": {"name": "check_stock", "arguments": '{"product": "charcoal grill"}'},
+    }
+    conversation = [
+        {"role": "user", "content": "do you have a charcoal grill"},
+        {"role": "assistant", "content": "Let me check.", "tool_calls": [call]},
+        {"role": "tool", "content": '{"product": "charcoal grill", "found": false}'},
+    ]
+    text = tok.apply_chat_template(conversation, add_generation_prompt=False)
+    ids = tok.encode(text)
+    name = tok.encode(" charcoal grill")
+    starts = [i for i in range(len(ids)) if ids[i : i + len(name)] == name]
+    assert len(starts) == 3, [tok.decode([t]) for t in ids]
+    assert tok.decode(ids, skip_special_tokens=False) == text
 
 
 def test_resume_continues_from_the_saved_step(tmp_path):
