@@ -928,7 +928,7 @@ CONSONANTS, VOWELS = "bcdfghjklmnprstvwz", "aeiou"
 
 
 def pseudo_word(rng: random.Random) -> str:
-    """A pronounceable nonsense word over the whole alphabet ("tavemo", "rulk"): its BPE pieces are
+    """A pronounceable nonsense word over the whole alphabet ("tavemo", "rul"): its BPE pieces are
     whatever the letters give, so copying it trains a copy of any pieces, not of a syllable list."""
     return "".join(
         rng.choice(CONSONANTS) + rng.choice(VOWELS) + (rng.choice(CONSONANTS) if rng.random() < 0.3 else "")
