@@ -1139,7 +1139,8 @@ class _Generator:
             if intent == "stock":
                 name = rng.choice(self.products)
             elif self.split == "train" and rng.random() < FRESH_NAMES:
-                name, meta["made_up_product"] = self._fresh_name(), True
+                name = self._fresh_name()
+                meta["made_up_product"] = True
             else:
                 name = rng.choice(self.missing)
             user, template = self._stock_text(name)

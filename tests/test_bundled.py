@@ -77,9 +77,9 @@ def test_stock_question_calls_check_stock(agent):
 
 @pytest.mark.parametrize("name", ["sofa", "lava lamp"])
 def test_a_name_never_seen_in_training_is_copied_into_check_stock(agent, name):
-    """ "sofa" is a held-out name and "lava lamp" no generator list has: the argument is a copy of the
-    caller's words (stage 4 wrote "umba" and "oaf" for sofa, "laundry lamp"), and the store says it does
-    not carry it."""
+    """The held-out name "sofa", and "lava lamp" that no generator list has: the argument is a copy of
+    the caller's words (stage 4 wrote "umba" and "oaf" for sofa, "laundry lamp" for lava lamp), and the
+    store says it does not carry it."""
     result = ask(agent, f"do you sell {name}")
     assert [(c.name, json.loads(c.arguments)) for c in result.tool_calls] == [
         ("check_stock", {"product": name})
