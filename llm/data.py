@@ -674,6 +674,12 @@ def _overlaps_any(name: str, others: list[str]) -> bool:
 HELDOUT_MISSING = split_items(MISSING_PRODUCTS, "missing_product", "heldout")
 
 
+def _train_may_name(store: Store, name: str) -> bool:
+    """An unknown product training may name: the store carries nothing it matches (any split) and it
+    neither holds nor sits inside a held-out missing name."""
+    return store.find_product(name) is None and not _overlaps_any(name, HELDOUT_MISSING)
+
+
 # ---------------------------------------------------------------------------------------------
 # ASR-style noise
 # ---------------------------------------------------------------------------------------------
@@ -932,7 +938,7 @@ class _Generator:
             self.missing += [
                 p
                 for p in extra_missing_products(random.Random(f"ttfat-missing:{seed}"), self.products)
-                if store.find_product(p) is None and not _overlaps_any(p, HELDOUT_MISSING)
+                if _train_may_name(store, p)
             ]
         weights = TRAIN_INTENT_WEIGHTS if split == "train" else INTENT_WEIGHTS
         self.intents = list(weights)
@@ -994,11 +1000,11 @@ class _Generator:
         return text, template, answer, list(facts)
 
     def _fresh_name(self) -> str:
-        """A name made up for this one question, drawn again while the store (any split) or the
-        held-out missing names know it: no fixed list the model could learn by heart."""
+        """A name made up for this one question (drawn again until training may name it): no fixed
+        list the model could learn by heart."""
         while True:
             name = fresh_product_name(self.rng, self.products)
-            if self.store.find_product(name) is None and not _overlaps_any(name, HELDOUT_MISSING):
+            if _train_may_name(self.store, name):
                 return name
 
     def _copy_practice(self, result: dict, meta: dict) -> dict:
