@@ -869,14 +869,14 @@ TRAIN_INTENT_WEIGHTS = {
     "bad_order_id": 7,
     "greeting": 5,
     "out_of_scope": 9,
-    "unknown_product": 8,
+    "unknown_product": 20,
 }
 HISTORY_FRACTION = 0.25
 MAX_USER_WORDS = 25
 # Train only: share of tool results whose facts come from other rows (see _Generator._copy_practice).
 COPY_PRACTICE = 0.3
 # Train only: share of unknown-product questions naming a product made up for that question.
-FRESH_NAMES = 0.5
+FRESH_NAMES = 0.7
 # Train only: share of user turns phrased by llm.phrasing instead of a hand-written template.
 COMPOSED_FRACTION = 0.6
 # Train only: ASR-style rewrites of a template (contractions, casual forms) and droppable words.
