@@ -119,7 +119,11 @@ def session(env: dict, out: Path):
     """`ttfat talk` listening on the virtual microphone while the speaker is recorded; ends with
     Ctrl-C (SIGINT), after which `proc.console` holds what it printed."""
     cmd = [sys.executable, "-m", "voice.cli", "talk", "--out", str(out)]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # as from a terminal: tests started in the background (`cmd &` without job control) hand SIGINT down
+    # ignored, and a Python started that way never installs its Ctrl-C handler, so talk would not end
+    foreground = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=foreground)  # fmt: skip
     if not any("listening" in line for line in proc.stderr):
         pytest.fail(f"ttfat talk did not start: {proc.communicate()}\n{pulse_log(env)}")
     capture = Capture(env)
