@@ -61,7 +61,7 @@ def interval(rate: float, n: int, z: float = 1.96) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def intervals(r: Scores) -> str:
+def interval_line(r: Scores) -> str:
     """Both rates of one row with their intervals and counts, as eval-llm prints them."""
     (tl, th), (fl, fh) = interval(r.tool_call_acc, r.n_tool), interval(r.fact_acc, r.n_answer)
     return (
@@ -223,7 +223,7 @@ def sweep(model_dir, ar_dir, n: int, out: Path, default_only: bool = False) -> d
     print("95% intervals (Wilson):")
     for r in results:
         if r.setting in (f"diffusion {DEFAULT}", "autoregressive twin"):
-            print("  " + intervals(r))
+            print("  " + interval_line(r))
     oos = invented_order_facts(engine, GenerationParams(threshold=0.9))
     print("real out-of-scope queries:", json.dumps(oos))
     out.mkdir(parents=True, exist_ok=True)

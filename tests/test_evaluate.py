@@ -2,7 +2,7 @@
 
 import pytest
 
-from llm.evaluate import Scores, interval, intervals
+from llm.evaluate import Scores, interval, interval_line
 
 
 def test_wilson_interval_matches_textbook_values():
@@ -14,8 +14,8 @@ def test_wilson_interval_matches_textbook_values():
     assert interval(0.5, 0) == (0.0, 1.0)
 
 
-def test_intervals_line_names_both_rates_and_their_counts():
+def test_interval_line_names_both_rates_and_their_counts():
     r = Scores("autoregressive twin", 114 / 120, 172 / 180, 0.95, 1.0, 70.0, 120, 180)
-    assert intervals(r) == (
+    assert interval_line(r) == (
         "autoregressive twin: tool calls 95.0% [89.5, 97.7] of 120, answer facts 95.6% [91.5, 97.7] of 180"
     )
