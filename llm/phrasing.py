@@ -925,15 +925,26 @@ def recombined_name(rng: random.Random, names: list[str]) -> str:
 
 
 CONSONANTS, VOWELS = "bcdfghjklmnprstvwz", "aeiou"
+# English spelling patterns for pseudo_word: onset clusters, vowel pairs, coda clusters and double
+# letters, word endings. Weighted by repetition; the plain consonant-vowel word is still the most common.
+# fmt: off
+ONSETS = [*CONSONANTS * 2, "bl", "br", "ch", "cl", "cr", "dr", "fl", "fr", "gl", "gr", "pl", "pr", "qu",
+          "sc", "sh", "sk", "sl", "sm", "sn", "sp", "st", "str", "sw", "th", "tr", "wh"]
+NUCLEI = [*VOWELS * 6, "ai", "au", "ay", "ea", "ee", "ie", "oa", "oi", "oo", "ou", "ow", "y"]
+CODAS = [""] * 30 + [*CONSONANTS, "ck", "ct", "ff", "ft", "ll", "lt", "mp", "nd", "ng", "nk", "nt", "rd",
+                     "rk", "rm", "rn", "rt", "sh", "ss", "st", "tch", "th", "x"]
+ENDINGS = [""] * 12 + ["e", "er", "y", "le", "et", "or", "s"]
+# fmt: on
 
 
 def pseudo_word(rng: random.Random) -> str:
-    """A pronounceable nonsense word over the whole alphabet ("tavemo", "rul"): its BPE pieces are
-    whatever the letters give, so copying it trains a copy of any pieces, not of a syllable list."""
-    return "".join(
-        rng.choice(CONSONANTS) + rng.choice(VOWELS) + (rng.choice(CONSONANTS) if rng.random() < 0.3 else "")
-        for _ in range(rng.randint(1, 3))
-    )
+    """A pronounceable nonsense word spelled like English ("tavemo", "shoalick", "greaver"): the names
+    callers say are real words, whose BPE pieces ("read", "oa", "ll") come from clusters, vowel pairs
+    and double letters, so a copy of any such pieces is trained, not only of consonant-vowel ones."""
+    word = rng.choice(ONSETS) + rng.choice(NUCLEI)
+    for _ in range(rng.choice((0, 0, 1, 1, 2))):
+        word += rng.choice(CONSONANTS) + rng.choice(NUCLEI)
+    return word + rng.choice(CODAS) + rng.choice(ENDINGS)
 
 
 def fresh_product_name(rng: random.Random, names: list[str]) -> str:

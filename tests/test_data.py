@@ -1,4 +1,5 @@
 import json
+import random
 import re
 
 import pytest
@@ -17,6 +18,7 @@ from llm.data import (
     shared_text_dir,
     templates_for,
 )
+from llm.phrasing import pseudo_word
 from llm.spoken import parse_order_id
 from llm.store import SYSTEM_PROMPT, TOOLS, Store
 
@@ -311,6 +313,16 @@ def test_train_names_products_made_up_for_one_question(train, heldout, store):
     assert held_products and not set(made_up) & held_products
     assert all(store.find_product(name) is None for name in made_up)
     assert not any(e.meta.get("made_up_product") for e in heldout)
+
+
+def test_made_up_words_are_spelled_like_english():
+    """Callers name real products, whose BPE pieces come from English spelling (clusters, vowel pairs,
+    double letters), so the made-up words that train copying use them too, not only consonant-vowel."""
+    rng = random.Random(0)
+    words = [pseudo_word(rng) for _ in range(500)]
+    assert all(w.isalpha() and w.islower() for w in words)
+    for piece in ("tr", "ch", "ea", "oa", "ll", "ck"):
+        assert any(piece in w for w in words), piece
 
 
 def test_heldout_covers_statuses(heldout):
