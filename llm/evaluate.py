@@ -50,6 +50,13 @@ class Scores:
             f"{100 * self.exact:6.1f} {self.tokens_per_forward:7.2f} {self.ms_per_answer:8.1f}"
         )
 
+    def intervals(self) -> dict[str, tuple[float, float]]:
+        """95% intervals of both rates (see `interval`), as eval.json stores them."""
+        return {
+            "tool_call_ci95": interval(self.tool_call_acc, self.n_tool),
+            "fact_ci95": interval(self.fact_acc, self.n_answer),
+        }
+
 
 def interval(rate: float, n: int, z: float = 1.96) -> tuple[float, float]:
     """95% Wilson score interval of a rate measured on n calls. A few hundred held-out calls pin a rate
@@ -63,7 +70,7 @@ def interval(rate: float, n: int, z: float = 1.96) -> tuple[float, float]:
 
 def interval_line(r: Scores) -> str:
     """Both rates of one row with their intervals and counts, as eval-llm prints them."""
-    (tl, th), (fl, fh) = interval(r.tool_call_acc, r.n_tool), interval(r.fact_acc, r.n_answer)
+    (tl, th), (fl, fh) = r.intervals().values()
     return (
         f"{r.setting}: tool calls {100 * r.tool_call_acc:.1f}% [{100 * tl:.1f}, {100 * th:.1f}] of "
         f"{r.n_tool}, answer facts {100 * r.fact_acc:.1f}% [{100 * fl:.1f}, {100 * fh:.1f}] of {r.n_answer}"
@@ -201,13 +208,15 @@ def sweep(model_dir, ar_dir, n: int, out: Path, default_only: bool = False) -> d
     ]
     if default_only:
         settings = [(name, params) for name, params in settings if name == DEFAULT]
-    results = []
+    results, targets = [], []  # targets: the default setting and the AR twin, read with intervals
     failures: list[dict] = []  # of the default setting and the AR twin, to see what goes wrong
     print(HEADER)
     for name, params in tqdm(settings, desc="settings", leave=False):
         fails = failures if name == DEFAULT else None
         results.append(score(engine, examples, params, f"diffusion {name}", failures=fails))
         tqdm.write(results[-1].row())
+        if name == DEFAULT:
+            targets.append(results[-1])
     results.append(
         score(engine, unseen_products, GenerationParams(threshold=0.9), "diffusion 0.9, unseen products")
     )
@@ -218,25 +227,18 @@ def sweep(model_dir, ar_dir, n: int, out: Path, default_only: bool = False) -> d
             score(ar, examples, GenerationParams(steps=64), "autoregressive twin", failures=failures)
         )
         print(results[-1].row())
+        targets.append(results[-1])
         results.append(score(ar, unseen_products, GenerationParams(steps=64), "AR twin, unseen products"))
         print(results[-1].row())
     print("95% intervals (Wilson):")
-    for r in results:
-        if r.setting in (f"diffusion {DEFAULT}", "autoregressive twin"):
-            print("  " + interval_line(r))
+    for r in targets:
+        print("  " + interval_line(r))
     oos = invented_order_facts(engine, GenerationParams(threshold=0.9))
     print("real out-of-scope queries:", json.dumps(oos))
     out.mkdir(parents=True, exist_ok=True)
     summary = {
         "examples": n,
-        "results": [
-            {
-                **r.__dict__,
-                "tool_call_ci95": interval(r.tool_call_acc, r.n_tool),
-                "fact_ci95": interval(r.fact_acc, r.n_answer),
-            }
-            for r in results
-        ],
+        "results": [{**r.__dict__, **r.intervals()} for r in results],
         "real_out_of_scope": oos,
     }
     (out / "eval.json").write_text(json.dumps(summary, indent=2) + "\n")
