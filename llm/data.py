@@ -433,6 +433,13 @@ FILLER = {"lookup_order": "Let me look up that order.", "check_stock": "Let me c
 
 REPEAT_ID = "Could you say the four digit order number again?"
 
+# What the agent says when a tool call of its own came back as an error (arguments cut off or garbled):
+# it asks again and states nothing, since it learned nothing.
+TOOL_ERROR_ANSWERS: dict[str, tuple[str, list[str]]] = {
+    "lookup_order": ("Sorry, I couldn't look that up. " + REPEAT_ID, ["four digit order number"]),
+    "check_stock": ("Sorry, I couldn't check that. Which product was it?", ["Which product"]),
+}
+
 DIRECT_ANSWERS: dict[str, tuple[str, list[str]]] = {
     "ask_order_id": ("Sure, what is your four digit order number?", ["four digit order number"]),
     "bad_order_id": ("Sorry, I didn't catch the whole number. " + REPEAT_ID, ["four digit order number"]),
@@ -875,6 +882,9 @@ HISTORY_FRACTION = 0.25
 MAX_USER_WORDS = 25
 # Train only: share of tool results whose facts come from other rows (see _Generator._copy_practice).
 COPY_PRACTICE = 0.3
+# Train only: share of tool calls whose arguments are broken in the context, answered by an error (see
+# _Generator._two_calls).
+TOOL_ERRORS = 0.04
 # Train only: share of unknown-product questions naming a product made up for that question.
 FRESH_NAMES = 0.7
 # Train only: share of user turns phrased by llm.phrasing instead of a hand-written template.
@@ -1074,13 +1084,21 @@ class _Generator:
         system = [{"role": "system", "content": SYSTEM_PROMPT}]
         msgs1 = system + prefix + [{"role": "user", "content": user}]
         call = tool_call_target(tool, args)
+        ex1 = Example(msgs1, call, intent, [], {**meta, "call": 1})
+        if self.split == "train" and self.rng.random() < TOOL_ERRORS:
+            # Train only: the model's own call came out broken, so the tool answers with an error.
+            call = tool_call_target(tool, {})
+            call["tool_calls"][0]["function"]["arguments"] = self._broken_arguments(args)
+            result = self.store.execute(tool, call["tool_calls"][0]["function"]["arguments"])
+            answer, facts = TOOL_ERROR_ANSWERS[tool]
+            meta = {**meta, "tool_error": result["error"]}
+            meta.pop("copy_practice", None)  # the practice result was replaced by the error
         call_msg = {
             "role": "assistant",
             "content": call["content"],
             "tool_calls": [{"id": "call_1", **call["tool_calls"][0]}],
         }
         tool_msg = {"role": "tool", "tool_call_id": "call_1", "content": json.dumps(result)}
-        ex1 = Example(msgs1, call, intent, [], {**meta, "call": 1})
         ex2 = Example(
             msgs1 + [call_msg, tool_msg],
             {"role": "assistant", "content": answer},
@@ -1089,6 +1107,15 @@ class _Generator:
             {**meta, "call": 2},
         )
         return [ex1, ex2]
+
+    def _broken_arguments(self, args: dict) -> str:
+        """Arguments as a small model breaks them: cut off, or under a garbled key."""
+        text = json.dumps(args)
+        if self.rng.random() < 0.7:
+            return text[: self.rng.randint(1, len(text) - 2)]
+        key, value = next(iter(args.items()))
+        cut = self.rng.randint(1, len(key) - 1)
+        return json.dumps({key[cut:] + key[:cut]: value})
 
     def _one_call(
         self, prefix: list[dict], user: str, answer: str, facts: list[str], intent: str, meta: dict

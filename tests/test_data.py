@@ -10,6 +10,8 @@ from llm.data import (
     ID_INTENTS,
     INTENT_WEIGHTS,
     MAX_USER_WORDS,
+    TOOL_ERROR_ANSWERS,
+    TOOL_ERRORS,
     Example,
     all_template_groups,
     in_heldout_id,
@@ -313,6 +315,22 @@ def test_train_names_products_made_up_for_one_question(train, heldout, store):
     assert held_products and not set(made_up) & held_products
     assert all(store.find_product(name) is None for name in made_up)
     assert not any(e.meta.get("made_up_product") for e in heldout)
+
+
+def test_train_answers_broken_tool_calls_by_asking_again(train, heldout, store):
+    """A few train answers follow a call whose arguments came out broken: the context holds the broken
+    call and the store's real error, and the answer asks again and states no facts. Held-out never."""
+    answers = [e for e in train if e.meta.get("call") == 2]
+    broken = [e for e in answers if e.meta.get("tool_error")]
+    assert abs(len(broken) / len(answers) - TOOL_ERRORS) < 0.02
+    assert {e.messages[-2]["tool_calls"][0]["function"]["name"] for e in broken} == set(TOOL_ERROR_ANSWERS)
+    for e in broken:
+        call = e.messages[-2]["tool_calls"][0]["function"]
+        result = json.loads(e.messages[-1]["content"])
+        assert result == store.execute(call["name"], call["arguments"]) == {"error": e.meta["tool_error"]}
+        assert (e.target["content"], e.facts) == (*TOOL_ERROR_ANSWERS[call["name"]],)
+        assert not re.search(r"\d", e.target["content"])
+    assert not any(e.meta.get("tool_error") for e in heldout)
 
 
 def test_made_up_words_are_spelled_like_english():
