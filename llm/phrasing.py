@@ -947,18 +947,28 @@ def pseudo_word(rng: random.Random) -> str:
     return word + rng.choice(CODAS) + rng.choice(ENDINGS)
 
 
+def blended_word(rng: random.Random, names: list[str]) -> str:
+    """The start of one real word and the end of another ("micr" + "andle"): made-up, yet with the
+    letter sequences, and so the BPE pieces, of real English words, whose rarer pieces ("ave", "ater")
+    are where the models still miscopy names they never met."""
+    a, b = (rng.choice(rng.choice(names).split()) for _ in range(2))
+    return a[: rng.randint(2, max(2, len(a) - 1))] + b[rng.randint(1, max(1, len(b) - 2)) :]
+
+
 def fresh_product_name(rng: random.Random, names: list[str]) -> str:
-    """A product name made up for one question: nonsense words (half the time before an everyday
-    noun), an invented brand-like name, or a recombination of known words."""
+    """A product name made up for one question: nonsense or blended words (half the time before an
+    everyday noun), an invented brand-like name, or a recombination of known words."""
+    pool = names + EXTRA_MISSING_NOUNS
     r = rng.random()
-    if r < 0.5:
-        words = [pseudo_word(rng) for _ in range(rng.randint(1, 2))]
+    if r < 0.6:
+        n = rng.randint(1, 2)
+        words = [pseudo_word(rng) if rng.random() < 0.5 else blended_word(rng, pool) for _ in range(n)]
         if rng.random() < 0.5:
             words.append(rng.choice(EXTRA_MISSING_NOUNS + names).split()[-1])
         return " ".join(words)
-    if r < 0.75:
+    if r < 0.8:
         return invented_name(rng)
-    return recombined_name(rng, names + EXTRA_MISSING_NOUNS)
+    return recombined_name(rng, pool)
 
 
 def extra_missing_products(rng: random.Random, names: list[str]) -> list[str]:

@@ -20,7 +20,7 @@ from llm.data import (
     shared_text_dir,
     templates_for,
 )
-from llm.phrasing import pseudo_word
+from llm.phrasing import blended_word, pseudo_word
 from llm.spoken import parse_order_id
 from llm.store import SYSTEM_PROMPT, TOOLS, Store
 
@@ -341,6 +341,20 @@ def test_made_up_words_are_spelled_like_english():
     assert all(w.isalpha() and w.islower() for w in words)
     for piece in ("tr", "ch", "ea", "oa", "ll", "ck"):
         assert any(piece in w for w in words), piece
+
+
+def test_blended_words_join_the_start_of_one_word_to_the_end_of_another():
+    """Blends carry real English letter sequences into made-up names: each is a start (two letters or
+    more) of a word of the names given and an end of another, and most are no word of them."""
+    names = ["microwave oven", "candle", "water bottle"]
+    vocab = {w for n in names for w in n.split()}
+    rng = random.Random(0)
+    blends = [blended_word(rng, names) for _ in range(300)]
+    for b in blends:
+        assert any(
+            b[:i] == a[:i] and any(w.endswith(b[i:]) for w in vocab) for a in vocab for i in range(2, len(b))
+        ), b
+    assert sum(b not in vocab for b in blends) > 0.8 * len(blends)
 
 
 def test_heldout_covers_statuses(heldout):
