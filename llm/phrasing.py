@@ -867,6 +867,11 @@ def _join(*parts: str) -> str:
     return " ".join(p for p in parts if p)
 
 
+# Share of composed greetings that are a greeting word alone ("hi there", "um hello"): openers like
+# "hello there" start many requests for a person, so a bare one must be seen to be answered as a greeting.
+BARE_GREETINGS = 0.3
+
+
 def compose(group: str, rng: random.Random) -> str:
     """One composed template for a template group of :mod:`llm.data` (same slot names)."""
     if group == "id_reply":
@@ -890,6 +895,8 @@ def compose(group: str, rng: random.Random) -> str:
     if group == "agent" and rng.random() < 0.3:
         pools = [AGENT_IMPERATIVES, *DIRECT["agent"][2:]]  # "get me" + who + closer
         return _join(*(rng.choice(pool) for pool in pools))
+    if group == "greeting" and rng.random() < BARE_GREETINGS:
+        return rng.choice(DIRECT["greeting"][0])
     text = _join(*(rng.choice(pool) for pool in DIRECT[group]))
     for slot, words in SLOT_WORDS.items():
         text = text.replace("{" + slot + "}", rng.choice(words))

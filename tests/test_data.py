@@ -20,7 +20,7 @@ from llm.data import (
     shared_text_dir,
     templates_for,
 )
-from llm.phrasing import blended_word, pseudo_word
+from llm.phrasing import BARE_GREETINGS, DIRECT, blended_word, compose, pseudo_word
 from llm.spoken import parse_order_id
 from llm.store import SYSTEM_PROMPT, TOOLS, Store
 
@@ -355,6 +355,16 @@ def test_blended_words_join_the_start_of_one_word_to_the_end_of_another():
             b[:i] == a[:i] and any(w.endswith(b[i:]) for w in vocab) for a in vocab for i in range(2, len(b))
         ), b
     assert sum(b not in vocab for b in blends) > 0.8 * len(blends)
+
+
+def test_train_greets_a_greeting_word_alone(train):
+    """Openers such as "hello there" start many requests for a person, so composed greetings are often
+    a greeting word alone ("hello" and "hey" themselves stay held-out templates, never trained)."""
+    rng = random.Random(0)
+    composed = [compose("greeting", rng) for _ in range(2000)]
+    bare = sum(text in DIRECT["greeting"][0] for text in composed) / len(composed)
+    assert BARE_GREETINGS <= bare < BARE_GREETINGS + 0.1
+    assert not {"hello", "hey"} & {e.messages[-1]["content"].strip(" .?") for e in train}
 
 
 def test_heldout_covers_statuses(heldout):
