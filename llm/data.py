@@ -840,11 +840,13 @@ class Example:
         }
 
 
-def tool_call_target(name: str, arguments: dict) -> dict:
+def tool_call_target(name: str, arguments: dict | str) -> dict:
+    """Filler and tool call; ``arguments`` as a dict, or as the exact text of broken ones."""
+    text = arguments if isinstance(arguments, str) else json.dumps(arguments)
     return {
         "role": "assistant",
         "content": FILLER[name],
-        "tool_calls": [{"type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}],
+        "tool_calls": [{"type": "function", "function": {"name": name, "arguments": text}}],
     }
 
 
@@ -1087,9 +1089,8 @@ class _Generator:
         ex1 = Example(msgs1, call, intent, [], {**meta, "call": 1})
         if self.split == "train" and self.rng.random() < TOOL_ERRORS:
             # Train only: the model's own call came out broken, so the tool answers with an error.
-            call = tool_call_target(tool, {})
-            call["tool_calls"][0]["function"]["arguments"] = self._broken_arguments(args)
-            result = self.store.execute(tool, call["tool_calls"][0]["function"]["arguments"])
+            broken = self._broken_arguments(args)
+            call, result = tool_call_target(tool, broken), self.store.execute(tool, broken)
             answer, facts = TOOL_ERROR_ANSWERS[tool]
             meta = {**meta, "tool_error": result["error"]}
             meta.pop("copy_practice", None)  # the practice result was replaced by the error
