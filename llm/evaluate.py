@@ -185,20 +185,18 @@ def agent_invented(engine: Engine, texts: list[str], params: GenerationParams) -
         aengine.close()
 
 
-DEFAULT = "threshold 0.9 (default)"
-
-
 def sweep(model_dir, ar_dir, n: int, out: Path, default_only: bool = False) -> dict:
     """The whole evaluation; ``default_only`` skips the other decoding settings, so that a larger ``n``
     (a tighter interval around the target figures) fits in a few minutes."""
     engine = Engine(model_dir)
     examples = make_examples(n, seed=12345, split="heldout", new_products=False)
     unseen_products = make_examples(n, seed=12345, split="heldout")
+    default, twin = GenerationParams(threshold=0.9), GenerationParams(steps=64)  # the targets' decoding
     settings = [
         ("threshold 0.5", GenerationParams(threshold=0.5)),
         ("threshold 0.7", GenerationParams(threshold=0.7)),
         ("threshold 0.8", GenerationParams(threshold=0.8)),
-        (DEFAULT, GenerationParams(threshold=0.9)),
+        ("threshold 0.9 (default)", default),
         ("threshold 0.95", GenerationParams(threshold=0.95)),
         ("threshold 0.9, block 4", GenerationParams(threshold=0.9, block_length=4)),
         ("threshold 0.9, block 16", GenerationParams(threshold=0.9, block_length=16)),
@@ -207,33 +205,31 @@ def sweep(model_dir, ar_dir, n: int, out: Path, default_only: bool = False) -> d
         ("fixed 4 tokens/step", GenerationParams(steps=16)),
     ]
     if default_only:
-        settings = [(name, params) for name, params in settings if name == DEFAULT]
+        settings = [(name, params) for name, params in settings if params is default]
     results, targets = [], []  # targets: the default setting and the AR twin, read with intervals
     failures: list[dict] = []  # of the default setting and the AR twin, to see what goes wrong
     print(HEADER)
     for name, params in tqdm(settings, desc="settings", leave=False):
-        fails = failures if name == DEFAULT else None
-        results.append(score(engine, examples, params, f"diffusion {name}", failures=fails))
-        tqdm.write(results[-1].row())
-        if name == DEFAULT:
-            targets.append(results[-1])
-    results.append(
-        score(engine, unseen_products, GenerationParams(threshold=0.9), "diffusion 0.9, unseen products")
-    )
+        row = score(
+            engine, examples, params, f"diffusion {name}", failures=failures if params is default else None
+        )
+        results.append(row)
+        tqdm.write(row.row())
+        if params is default:
+            targets.append(row)
+    results.append(score(engine, unseen_products, default, "diffusion 0.9, unseen products"))
     print(results[-1].row())
     if ar_dir is not None:
         ar = Engine(ar_dir)
-        results.append(
-            score(ar, examples, GenerationParams(steps=64), "autoregressive twin", failures=failures)
-        )
+        results.append(score(ar, examples, twin, "autoregressive twin", failures=failures))
         print(results[-1].row())
         targets.append(results[-1])
-        results.append(score(ar, unseen_products, GenerationParams(steps=64), "AR twin, unseen products"))
+        results.append(score(ar, unseen_products, twin, "AR twin, unseen products"))
         print(results[-1].row())
     print("95% intervals (Wilson):")
     for r in targets:
         print("  " + interval_line(r))
-    oos = invented_order_facts(engine, GenerationParams(threshold=0.9))
+    oos = invented_order_facts(engine, default)
     print("real out-of-scope queries:", json.dumps(oos))
     out.mkdir(parents=True, exist_ok=True)
     summary = {
