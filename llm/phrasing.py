@@ -273,8 +273,20 @@ ID_REPLY_LEADS = [
     "let me check",
     "just a second",
     "let me look",
-    "i have it here",
+    "one sec",
+    "hang on",
+    "ok ready",
+    "got it",
+    "found it",
+    "i see it",
+    "ok so",
+    "it's on the receipt",
+    "from the email",
+    "let me read it",
 ]
+# Share of id replies with a lead where the number follows the lead directly ("found it 4217"): the
+# number must be copied whatever words come just before it.
+LEAD_THEN_ID = 0.4
 ID_REPLY_BODIES = [
     "{id}",
     "it's {id}",
@@ -876,7 +888,7 @@ def compose(group: str, rng: random.Random) -> str:
     """One composed template for a template group of :mod:`llm.data` (same slot names)."""
     if group == "id_reply":
         lead = _pick(rng, ID_REPLY_LEADS, 0.5)
-        body = rng.choice(ID_REPLY_BODIES)
+        body = "{id}" if lead and rng.random() < LEAD_THEN_ID else rng.choice(ID_REPLY_BODIES)
         return _join(lead, body, _pick(rng, ["thanks", "i think", "that's it", "please"], 0.15))
     if group.startswith("no_id:"):
         objects = NO_ID_OBJECTS + (NO_ID_RETURN_OBJECTS if group == "no_id:return_refund" else [])

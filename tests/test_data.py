@@ -15,12 +15,21 @@ from llm.data import (
     Example,
     all_template_groups,
     in_heldout_id,
+    leaks_heldout,
     make_examples,
     real_queries,
     shared_text_dir,
     templates_for,
 )
-from llm.phrasing import BARE_GREETINGS, DIRECT, blended_word, compose, pseudo_word
+from llm.phrasing import (
+    BARE_GREETINGS,
+    DIRECT,
+    ID_REPLY_LEADS,
+    LEAD_THEN_ID,
+    blended_word,
+    compose,
+    pseudo_word,
+)
 from llm.spoken import parse_order_id
 from llm.store import SYSTEM_PROMPT, TOOLS, Store
 
@@ -365,6 +374,16 @@ def test_train_greets_a_greeting_word_alone(train):
     bare = sum(text in DIRECT["greeting"][0] for text in composed) / len(composed)
     assert BARE_GREETINGS <= bare < BARE_GREETINGS + 0.1
     assert not {"hello", "hey"} & {e.messages[-1]["content"].strip(" .?") for e in train}
+
+
+def test_id_replies_put_the_number_right_after_varied_leads():
+    # A lead followed by the number must not be a held-out phrasing ("i have it here {id}" is one).
+    assert not [lead for lead in ID_REPLY_LEADS if leaks_heldout(f"{lead} {{id}}")]
+    rng = random.Random(0)
+    composed = [compose("id_reply", rng) for _ in range(2000)]
+    right_after = [t for t in composed if any(t.startswith(f"{lead} {{id}}") for lead in ID_REPLY_LEADS)]
+    assert LEAD_THEN_ID / 2 <= len(right_after) / len(composed) < LEAD_THEN_ID / 2 + 0.1
+    assert len({t.split(" {id}")[0] for t in right_after}) == len(ID_REPLY_LEADS)
 
 
 def test_heldout_covers_statuses(heldout):
