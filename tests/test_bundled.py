@@ -11,7 +11,7 @@ import pytest
 from llm.agent import Agent, EngineChat
 from llm.async_engine import AsyncEngine
 from llm.checkpoint import BUNDLED
-from llm.data import in_heldout_id, order_answer
+from llm.data import DIRECT_ANSWERS, in_heldout_id, order_answer
 from llm.engine import Engine
 from llm.params import GenerationParams
 from llm.spoken import digits
@@ -50,6 +50,17 @@ def test_order_status_uses_the_tool_and_states_the_facts(agent, status):
 def test_digits_said_as_numbers_reach_the_tool(agent):
     oid = heldout_order("shipped")
     result = ask(agent, f"can you check order {oid[:2]} {oid[2:]}")
+    assert [json.loads(c.arguments) for c in result.tool_calls] == [{"order_id": oid}]
+
+
+@pytest.mark.parametrize("lead", ["it's right here", "hang on let me see"])
+def test_a_number_given_when_asked_reaches_the_tool_whatever_comes_before_it(agent, lead):
+    oid = heldout_order("out_for_delivery")
+    asked = [
+        {"role": "user", "content": "where is my order"},
+        {"role": "assistant", "content": DIRECT_ANSWERS["ask_order_id"][0]},
+    ]
+    result = asyncio.run(agent.turn(f"{lead} {oid}", history=asked))
     assert [json.loads(c.arguments) for c in result.tool_calls] == [{"order_id": oid}]
 
 
