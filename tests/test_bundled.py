@@ -32,8 +32,8 @@ def agent(request):
     engine.close()
 
 
-def ask(agent: Agent, text: str):
-    return asyncio.run(agent.turn(text))
+def ask(agent: Agent, text: str, history: list[dict] | None = None):
+    return asyncio.run(agent.turn(text, history=history))
 
 
 @pytest.mark.parametrize("status", ["shipped", "delivered", "processing", "cancelled"])
@@ -60,7 +60,7 @@ def test_a_number_given_when_asked_reaches_the_tool_whatever_comes_before_it(age
         {"role": "user", "content": "where is my order"},
         {"role": "assistant", "content": DIRECT_ANSWERS["ask_order_id"][0]},
     ]
-    result = asyncio.run(agent.turn(f"{lead} {oid}", history=asked))
+    result = ask(agent, f"{lead} {oid}", history=asked)
     assert [json.loads(c.arguments) for c in result.tool_calls] == [{"order_id": oid}]
 
 
