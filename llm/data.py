@@ -882,6 +882,9 @@ TRAIN_INTENT_WEIGHTS = {
 }
 HISTORY_FRACTION = 0.25
 MAX_USER_WORDS = 25
+# Train only: share of order numbers said right after a word drawn from all training templates, so the
+# number is copied whatever word comes just before it.
+ID_CONTEXT = 0.15
 # Train only: share of tool results whose facts come from other rows (see _Generator._copy_practice).
 COPY_PRACTICE = 0.3
 # Train only: share of tool calls whose arguments are broken in the context, answered by an error (see
@@ -952,6 +955,9 @@ class _Generator:
                 for p in extra_missing_products(random.Random(f"ttfat-missing:{seed}"), self.products)
                 if _train_may_name(store, p)
             ]
+        self.context_words = sorted(
+            {w for g in all_template_groups() for t in self.templates[g] for w in t.split() if w.isalpha()}
+        )
         weights = TRAIN_INTENT_WEIGHTS if split == "train" else INTENT_WEIGHTS
         self.intents = list(weights)
         self.weights = [weights[i] for i in self.intents]
@@ -983,6 +989,8 @@ class _Generator:
                 slot = {}
             else:
                 slot = {"id": bad_spoken_id(order_id, rng) if bad else spoken_id(order_id, rng)}
+                if self.split == "train" and not bad and rng.random() < ID_CONTEXT:
+                    slot["id"] = f"{rng.choice(self.context_words)} {slot['id']}"
             text = noisy(template, rng, slot)
             if _n_words(text) > MAX_USER_WORDS:
                 continue
