@@ -4,6 +4,7 @@ import re
 
 import pytest
 
+import llm.data
 from llm.data import (
     DIRECT_ANSWERS,
     FRESH_NAMES,
@@ -384,6 +385,19 @@ def test_id_replies_put_the_number_right_after_varied_leads():
     right_after = [t for t in composed if any(t.startswith(f"{lead} {{id}}") for lead in ID_REPLY_LEADS)]
     assert LEAD_THEN_ID / 2 <= len(right_after) / len(composed) < LEAD_THEN_ID / 2 + 0.1
     assert len({t.split(" {id}")[0] for t in right_after}) == len(ID_REPLY_LEADS)
+
+
+def test_train_says_some_order_numbers_right_after_any_template_word(store, monkeypatch):
+    monkeypatch.setattr(llm.data, "ID_CONTEXT", 1.0)
+    gen = llm.data._Generator(0, "train", store)
+    texts = [gen._user_with_id("order_status", "4217")[0] for _ in range(300)]
+    assert all(parse_order_id(t) == "4217" for t in texts)
+    before = [m.group(1) for t in texts if (m := re.search(r"(\S+) 4217\b", t))]
+    assert len(before) > 30 and sum(w in gen.context_words for w in before) >= 0.9 * len(before)
+    # The held-out split never does it: the same draw whatever the share.
+    said = llm.data._Generator(0, "heldout", store)._user_with_id("order_status", "4217")
+    monkeypatch.setattr(llm.data, "ID_CONTEXT", 0.0)
+    assert said == llm.data._Generator(0, "heldout", store)._user_with_id("order_status", "4217")
 
 
 def test_heldout_covers_statuses(heldout):
