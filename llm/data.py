@@ -955,9 +955,10 @@ class _Generator:
                 for p in extra_missing_products(random.Random(f"ttfat-missing:{seed}"), self.products)
                 if _train_may_name(store, p)
             ]
-        self.context_words = sorted(
-            {w for g in all_template_groups() for t in self.templates[g] for w in t.split() if w.isalpha()}
-        )
+            # The words that may come right before an order number (ID_CONTEXT).
+            self.context_words = sorted(
+                {w for ts in self.templates.values() for t in ts for w in t.split() if w.isalpha()}
+            )
         weights = TRAIN_INTENT_WEIGHTS if split == "train" else INTENT_WEIGHTS
         self.intents = list(weights)
         self.weights = [weights[i] for i in self.intents]
