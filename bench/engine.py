@@ -21,11 +21,12 @@ from pathlib import Path
 import torch
 from tokenizers import Tokenizer, models
 
-from llm.checkpoint import BUNDLED, save_checkpoint
-from llm.config import ModelConfig
-from llm.engine import Engine
-from llm.model import Transformer
-from llm.params import GenerationParams
+from llm.engine.checkpoint import save_checkpoint
+from llm.engine.config import ModelConfig
+from llm.engine.engine import Engine
+from llm.engine.model import Transformer
+from llm.engine.params import GenerationParams
+from llm.support.models import BUNDLED
 
 VOCAB = 4096
 
@@ -118,7 +119,7 @@ def main() -> None:
 
 def bench_bundled(repeats: int) -> None:
     """Threshold decoding needs a trained model: tokens per forward on real support-line prompts."""
-    from llm.data import make_examples
+    from llm.support.dataset import make_examples
 
     engine = Engine(BUNDLED["bundled"], device="cpu", prefix_cache=0)
     ar = (
@@ -131,9 +132,13 @@ def bench_bundled(repeats: int) -> None:
     print(f"\nbundled model, {len(prompts)} held-out support-line prompts (answers of ~10-30 tokens)")
     rows = {}
     for name, eng, params in (
-        ("diffusion, threshold 0.9, block cache", engine, GenerationParams(gen_length=64, threshold=0.9)),
-        ("diffusion, 1 token/step (reference rule)", engine, GenerationParams(gen_length=64, steps=64)),
-        ("autoregressive twin, cached", ar, GenerationParams(gen_length=64, steps=64)),
+        ("diffusion, threshold 0.9, block cache", engine, GenerationParams(threshold=0.9)),
+        (
+            "diffusion, 1 token/step (reference rule)",
+            engine,
+            GenerationParams(steps=GenerationParams.gen_length),
+        ),
+        ("autoregressive twin, cached", ar, GenerationParams(steps=GenerationParams.gen_length)),
     ):
         if eng is None:
             continue

@@ -12,8 +12,10 @@ import platform
 
 import torch
 
-from llm.client import ServerProcess
-from llm.loadgen import bench
+from llm.serving.loadgen import bench
+from llm.serving.process import ServerProcess
+from llm.support.dataset import answer_prompts
+from llm.support.models import model_dir, served_name
 
 
 def main() -> None:
@@ -28,8 +30,11 @@ def main() -> None:
     print(f"# model {args.model}, dtype {args.dtype or 'default'}, threads {args.threads or 'default'}; "
           "server in its own process")  # fmt: skip
     print(f"# client and server share this machine's {os.cpu_count()} cores")
-    with ServerProcess(args.model, dtype=args.dtype, threads=args.threads) as url:
-        levels = bench([url], (1, 2, 4, 8, 16), args.requests_per_worker, min_requests=args.min_requests)
+    with ServerProcess(
+        model_dir(args.model), served_name(args.model), dtype=args.dtype, threads=args.threads
+    ) as url:
+        levels = bench([url], answer_prompts(), (1, 2, 4, 8, 16), args.requests_per_worker,
+                       min_requests=args.min_requests)  # fmt: skip
         rows = {r["concurrency"]: r for r in levels[url]}
     c1, c8 = rows[1], rows[8]
     print(f"\nTTFAT p95 at 8 / at 1: {c8['ttfat_p95'] / c1['ttfat_p95']:.2f} (target <= 2)")

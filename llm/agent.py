@@ -1,66 +1,77 @@
-"""The agent loop: ask the LLM, run the tool calls it makes against the store, ask again, until it
-answers. The same loop serves `ttfat ask` (engine in-process) and the voice pipeline (any
-OpenAI-compatible server); the LLM is anything with an async `chat(messages, tools)` that yields
-`Delta`s.
+"""The agent loop: ask the LLM, run the tool calls it makes, ask again, until it answers. The same loop
+serves `ttfat ask` (the engine in-process) and the voice pipeline (any OpenAI-compatible server); it
+knows nothing of the domain, which comes in as a system prompt and a `Tools`.
 
-Timing: `first_token` is the first delta of any kind; the *answer* is the content of the last LLM
-call (the one that made no tool call), so `first_answer_token` (TTFAT) is its first content delta.
-Content streamed before a tool call is filler ("Let me look up that order.").
+Timing: `first_token` is the first delta of any kind; the *answer* is the content of the last LLM call
+(the one that made no tool call), so `first_answer_token` (TTFAT) is its first content delta. Content
+streamed before a tool call is filler ("Let me look up that order."). Every LLM call is kept as an
+`LLMCall` with the endpoint's own timings, so a turn record can say how much of the wait was the model.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from llm.async_engine import AsyncEngine
-from llm.params import GenerationParams
-from llm.reply import ReplyParser, ToolCall
-from llm.spoken import caller_words, parse_order_id
-from llm.store import SYSTEM_PROMPT, TOOLS, Store, order_id_argument
+from llm.chat import ChatBackend, Delta, ToolCall
+
+
+class Tools(Protocol):
+    """What the model may call: OpenAI function schemas, and how each call runs."""
+
+    schemas: list[dict]
+
+    def run(self, call: ToolCall, messages: list[dict]) -> dict:
+        """The call's result; never raises (a failure comes back as {"error": ...})."""
 
 
 @dataclass
-class Delta:
-    """One piece of an LLM's streamed reply."""
+class LLMCall:
+    """One request to the LLM within a turn: client-side times (monotonic ns) and the endpoint's own
+    timings (`server`, None when the endpoint reports none)."""
 
-    kind: str  # content | reasoning | tool_call | done
+    round: int
+    request_ns: int
+    first_token_ns: int | None = None
+    first_content_ns: int | None = None
+    done_ns: int = 0
+    tools: list[str] = field(default_factory=list)  # the tool calls it made
+    server: dict | None = None
+
+    @property
+    def answered(self) -> bool:
+        return not self.tools
+
+    def to_dict(self) -> dict:
+        """Client-side times as ms from this call's request; the HTTP overhead is what the client saw
+        minus what the server saw, at the first content token (or at the end, when there was none)."""
+        ms = lambda t: None if t is None else round((t - self.request_ns) / 1e6, 3)  # noqa: E731
+        first_content, done = ms(self.first_content_ns), ms(self.done_ns)
+        overhead = None
+        if self.server:
+            seen = self.server.get("first_content_ms")
+            client, server = (first_content, seen) if seen is not None else (done, self.server.get("done_ms"))
+            overhead = None if client is None or server is None else round(client - server, 3)
+        return {"round": self.round, "answered": self.answered, "tools": self.tools,
+                "first_token_ms": ms(self.first_token_ns), "first_content_ms": first_content,
+                "done_ms": done, "server": self.server, "http_overhead_ms": overhead}  # fmt: skip
+
+
+@dataclass
+class AgentEvent:
+    """A step of a turn as it happens: llm_request, first_token, content, tool_start, tool_end,
+    llm_call (a call finished; `llm_call` holds it) and answer (the last call is known to be the
+    answer; `t_ns` is the time of its first content delta)."""
+
+    name: str
     t_ns: int
+    round: int
     text: str = ""
     tool_call: ToolCall | None = None
-    stats: dict = field(default_factory=dict)  # on `done`: server/engine timings and counts
-
-
-class ChatLLM(Protocol):
-    def chat(self, messages: list[dict], tools: list[dict]) -> AsyncIterator[Delta]: ...
-
-
-class EngineChat:
-    """The diffusion engine in-process, speaking the bundled chat format."""
-
-    def __init__(self, engine: AsyncEngine, params: GenerationParams | None = None):
-        self.engine = engine
-        self.tokenizer = engine.engine.tokenizer
-        self.params = params or GenerationParams(gen_length=64)
-
-    async def chat(self, messages: list[dict], tools: list[dict]) -> AsyncIterator[Delta]:
-        prompt = self.tokenizer.encode_chat(messages, tools)
-        parser = ReplyParser(self.tokenizer)
-        last = None
-        async for chunk in self.engine.stream(prompt, self.params):
-            last = chunk
-            reasoning, text = parser.feed(chunk.token_ids)
-            if reasoning:
-                yield Delta("reasoning", chunk.emit_ns, reasoning)
-            if text:
-                yield Delta("content", chunk.emit_ns, text)
-        for call in parser.tool_calls():
-            yield Delta("tool_call", time.monotonic_ns(), tool_call=call)
-        stats = {"forwards": last.forwards, "steps": last.steps} if last else {}
-        yield Delta("done", time.monotonic_ns(), stats=stats)
+    llm_call: LLMCall | None = None
 
 
 @dataclass
@@ -69,12 +80,11 @@ class TurnResult:
     answer: str = ""
     filler: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
+    calls: list[LLMCall] = field(default_factory=list)
     request_ns: int = 0
     first_token_ns: int | None = None
     first_answer_token_ns: int | None = None
     done_ns: int = 0
-    llm_calls: int = 0
-    stats: list[dict] = field(default_factory=list)
 
     def ms(self, t: int | None) -> float | None:
         return None if t is None else (t - self.request_ns) / 1e6
@@ -83,99 +93,100 @@ class TurnResult:
         return {
             "user": self.user_text,
             "filler": self.filler,
-            "tool_calls": [
-                {
-                    "name": c.name,
-                    "arguments": c.arguments,
-                    "result": c.result,
-                    "ms": round((c.end_ns - c.start_ns) / 1e6, 3),
-                }
-                for c in self.tool_calls
-            ],  # fmt: skip
+            "tool_calls": [tool_record(c) for c in self.tool_calls],
             "answer": self.answer,
             "first_token_ms": self.ms(self.first_token_ns),
             "first_answer_token_ms": self.ms(self.first_answer_token_ns),
             "done_ms": self.ms(self.done_ns),
-            "llm_calls": self.llm_calls,
-            "llm_stats": self.stats,
+            "llm_calls": [c.to_dict() for c in self.calls],
         }
 
 
+def tool_record(call: ToolCall) -> dict:
+    return {"name": call.name, "arguments": call.arguments, "result": call.result, "ms": call.ms}
+
+
 class Agent:
-    """``words`` rewrites what the caller said before the LLM sees it (this turn and earlier ones): by
-    default into the lowercase, unpunctuated form the bundled models were trained on; ``None`` sends
-    ASR text unchanged (for an LLM that prefers it cased and punctuated)."""
+    """`words` rewrites what the caller said before the LLM sees it (this turn and earlier ones), e.g.
+    into the form a model was trained on; `fillers` are the phrases the model says before a tool call,
+    which the voice pipeline must not mistake for an answer."""
 
-    def __init__(self, llm: ChatLLM, store: Store | None = None, system_prompt: str = SYSTEM_PROMPT,
-                 max_tool_rounds: int = 2, words: Callable[[str], str] | None = caller_words):  # fmt: skip
-        self.llm = llm
-        self.store = store or Store()
-        self.system_prompt = system_prompt
-        self.max_tool_rounds = max_tool_rounds
+    def __init__(
+        self,
+        llm: ChatBackend,
+        tools: Tools,
+        system_prompt: str,
+        *,
+        fillers: tuple[str, ...] = (),
+        words: Callable[[str], str] | None = None,
+        max_tool_rounds: int = 2,
+    ):
+        self.llm, self.tools, self.system_prompt = llm, tools, system_prompt
+        self.fillers = fillers
         self.words = words or (lambda text: text)
-
-    def execute(self, call: ToolCall, messages: list[dict]) -> dict:
-        """Run a tool call. An order number the caller never said is not looked up (a small model can
-        invent one, and must not read out a stranger's order): it comes back as not found, so the
-        model asks the caller to repeat the number."""
-        if call.name == "lookup_order":
-            wanted = order_id_argument(call.arguments)
-            said = {
-                parse_order_id(m["content"]) for m in messages if m["role"] == "user" and m.get("content")
-            }
-            if wanted not in said:
-                return {"found": False, "order_id": wanted}
-        return self.store.execute(call.name, call.arguments)
+        self.max_tool_rounds = max_tool_rounds
 
     async def turn(
         self,
         user_text: str,
         history: list[dict] | None = None,
-        on_event: Callable[[str, Delta], None] | None = None,
+        on_event: Callable[[AgentEvent], None] | None = None,
     ) -> TurnResult:
-        """One caller turn. `on_event(name, delta)` sees every step as it happens, for live timing:
-        llm_request (each LLM call), first_token, content, tool_start, tool_end, answer (once the last
-        call is known to be the answer, with the time of its first content delta), done. The result
-        holds them all."""
-        emit = on_event or (lambda name, delta: None)
+        """One caller turn; `on_event` sees every step as it happens (see AgentEvent)."""
+        emit = on_event or (lambda event: None)
         result = TurnResult(user_text, request_ns=time.monotonic_ns())
         said = [*(history or []), {"role": "user", "content": user_text}]
         said = [{**m, "content": self.words(m["content"])} if m["role"] == "user" else m for m in said]
         messages = [{"role": "system", "content": self.system_prompt}, *said]
         for round_ in range(self.max_tool_rounds + 1):
-            content, calls, first_content = "", [], None
-            result.llm_calls += 1
-            emit("llm_request", Delta("request", time.monotonic_ns()))
-            async for delta in self.llm.chat(messages, TOOLS):
-                if result.first_token_ns is None and delta.kind != "done":
-                    result.first_token_ns = delta.t_ns
-                    emit("first_token", delta)
-                if delta.kind == "content":
-                    first_content = first_content or delta.t_ns
-                    content += delta.text
-                    emit("content", delta)
-                elif delta.kind == "tool_call":
-                    calls.append(delta.tool_call)
-                elif delta.kind == "done":
-                    result.stats.append(delta.stats)
-            if not calls or round_ == self.max_tool_rounds:
+            call = LLMCall(round_, time.monotonic_ns())
+            result.calls.append(call)
+            emit(AgentEvent("llm_request", call.request_ns, round_))
+            content, calls = await self._ask(messages, call, result, emit)
+            call.tools = [c.name for c in calls]
+            last = not calls or round_ == self.max_tool_rounds
+            emit(AgentEvent("llm_call", call.done_ns, round_, llm_call=call))
+            if last:
                 result.answer = content.strip()
-                result.first_answer_token_ns = first_content
-                if first_content:
-                    emit("answer", Delta("content", first_content, result.answer))
+                result.first_answer_token_ns = call.first_content_ns
+                if call.first_content_ns:
+                    emit(AgentEvent("answer", call.first_content_ns, round_, result.answer))
                 break
             result.filler = (result.filler + " " + content).strip()
             messages.append({"role": "assistant", "content": content, "tool_calls": [
                 {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
                 for c in calls]})  # fmt: skip
-            for call in calls:
-                call.start_ns = time.monotonic_ns()
-                emit("tool_start", Delta("tool_call", call.start_ns, tool_call=call))
-                call.result = self.execute(call, messages)
-                call.end_ns = time.monotonic_ns()
-                emit("tool_end", Delta("tool_call", call.end_ns, tool_call=call))
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(call.result)})
+            for tool_call in calls:
+                tool_call.start_ns = time.monotonic_ns()
+                emit(AgentEvent("tool_start", tool_call.start_ns, round_, tool_call=tool_call))
+                tool_call.result = self.tools.run(tool_call, messages)
+                tool_call.end_ns = time.monotonic_ns()
+                emit(AgentEvent("tool_end", tool_call.end_ns, round_, tool_call=tool_call))
+                messages.append(
+                    {"role": "tool", "tool_call_id": tool_call.id, "content": json.dumps(tool_call.result)}
+                )
             result.tool_calls += calls
         result.done_ns = time.monotonic_ns()
-        emit("done", Delta("done", result.done_ns))
         return result
+
+    async def _ask(self, messages, call: LLMCall, result: TurnResult, emit) -> tuple[str, list[ToolCall]]:
+        """One LLM call: stream its reply, noting when each kind of delta first arrived."""
+        content, calls = "", []
+        delta: Delta
+        async for delta in self.llm.chat(messages, self.tools.schemas):
+            if delta.kind == "done":
+                call.server = delta.timings
+                continue
+            if call.first_token_ns is None:
+                call.first_token_ns = delta.t_ns
+                if result.first_token_ns is None:
+                    result.first_token_ns = delta.t_ns
+                    emit(AgentEvent("first_token", delta.t_ns, call.round))
+            if delta.kind == "content":
+                call.first_content_ns = call.first_content_ns or delta.t_ns
+                content += delta.text
+                emit(AgentEvent("content", delta.t_ns, call.round, delta.text))
+            elif delta.kind == "tool_call":
+                calls.append(delta.tool_call)
+        call.done_ns = time.monotonic_ns()
+        return content, calls

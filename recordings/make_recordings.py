@@ -15,7 +15,7 @@ be seeded) and every other choice is seeded:
   22.05/44.1/48 kHz, a stereo file with the caller on one channel, OGG/Vorbis and MP3;
 - order ids and products come from the bundled store's *heldout* split (never seen in training),
   picked by a seeded generator, and the facts an answer must state come from the project's own
-  answer logic (llm.data.order_answer / stock_answer / DIRECT_ANSWERS).
+  answer logic (llm.support.policy: order_answer / stock_answer / DIRECT_ANSWERS).
 
 Turn boundaries (speech_start_s / speech_end_s) are measured on the clean caller track at the file's
 rate, after resampling and band limiting but before noise: first and last sample above 1% of full
@@ -42,16 +42,10 @@ import soxr
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run as a script: make the project's packages importable
 
-from llm.data import (  # noqa: E402
-    DIRECT_ANSWERS,
-    MISSING_PRODUCTS,
-    in_heldout_id,
-    order_answer,
-    split_items,
-    stock_answer,
-)
-from llm.spoken import say_order_id  # noqa: E402
-from llm.store import STATUSES, Store  # noqa: E402
+from llm.support.policy import DIRECT_ANSWERS, order_answer, stock_answer  # noqa: E402
+from llm.support.splits import in_heldout_id, split_items  # noqa: E402
+from llm.support.spoken import say_order_id  # noqa: E402
+from llm.support.store import NOT_CARRIED, STATUSES, Store  # noqa: E402
 from tts.piper import Synthesizer  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -77,7 +71,7 @@ class Turn:
     say: str  # what the caller says (punctuated for the voice); {id} and {product} are filled in
     intent: str
     order: str | None = None  # status of the order to pick, or "same" for the previous turn's order
-    id_form: str = "words"  # how the id is spoken (llm.spoken.say_order_id)
+    id_form: str = "words"  # how the id is spoken (llm.support.spoken.say_order_id)
     product: str | None = None  # "in_stock", "out_of_stock" or "missing"
 
 
@@ -316,9 +310,7 @@ def resolve(calls: list[Call], store: Store) -> dict[str, list[Resolved]]:
         "in_stock": [p for p in heldout if store.products[p]["in_stock"] > 0],
         "out_of_stock": [p for p in heldout if store.products[p]["in_stock"] == 0],
         "missing": [
-            p
-            for p in split_items(MISSING_PRODUCTS, "missing_product", "heldout")
-            if store.find_product(p) is None
+            p for p in split_items(NOT_CARRIED, "missing_product", "heldout") if store.find_product(p) is None
         ],
     }
     out: dict[str, list[Resolved]] = {}

@@ -8,14 +8,15 @@ import json
 
 import pytest
 
-from llm.agent import Agent, EngineChat
-from llm.async_engine import AsyncEngine
-from llm.checkpoint import BUNDLED
-from llm.data import DIRECT_ANSWERS, in_heldout_id, order_answer
-from llm.engine import Engine
-from llm.params import GenerationParams
-from llm.spoken import digits
-from llm.store import Store
+from llm.engine.async_engine import AsyncEngine
+from llm.engine.engine import Engine
+from llm.serving.engine_chat import EngineChat
+from llm.support.models import BUNDLED
+from llm.support.policy import DIRECT_ANSWERS, order_answer
+from llm.support.splits import in_heldout_id
+from llm.support.spoken import digits
+from llm.support.store import Store
+from llm.support.tools import store_agent
 
 STORE = Store()
 
@@ -28,11 +29,11 @@ def heldout_order(status: str) -> str:
 @pytest.fixture(scope="module", params=["bundled", "bundled-ar"])
 def agent(request):
     engine = AsyncEngine(Engine(BUNDLED[request.param], device="cpu"))
-    yield Agent(EngineChat(engine, GenerationParams(gen_length=64)), STORE)
+    yield store_agent(EngineChat(engine), STORE)
     engine.close()
 
 
-def ask(agent: Agent, text: str, history: list[dict] | None = None):
+def ask(agent, text: str, history: list[dict] | None = None):
     return asyncio.run(agent.turn(text, history=history))
 
 

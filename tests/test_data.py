@@ -4,25 +4,22 @@ import re
 
 import pytest
 
-import llm.data
-from llm.data import (
-    DIRECT_ANSWERS,
+import llm.support.dataset as dataset
+from llm.support.dataset import (
     FRESH_NAMES,
     ID_INTENTS,
     INTENT_WEIGHTS,
     MAX_USER_WORDS,
-    TOOL_ERROR_ANSWERS,
     TOOL_ERRORS,
     Example,
     all_template_groups,
-    in_heldout_id,
     leaks_heldout,
     make_examples,
     real_queries,
     shared_text_dir,
     templates_for,
 )
-from llm.phrasing import (
+from llm.support.phrasing import (
     BARE_GREETINGS,
     DIRECT,
     ID_REPLY_LEADS,
@@ -31,8 +28,11 @@ from llm.phrasing import (
     compose,
     pseudo_word,
 )
-from llm.spoken import parse_order_id
-from llm.store import SYSTEM_PROMPT, TOOLS, Store
+from llm.support.policy import DIRECT_ANSWERS, SYSTEM_PROMPT, TOOL_ERROR_ANSWERS
+from llm.support.splits import in_heldout_id
+from llm.support.spoken import parse_order_id
+from llm.support.store import Store
+from llm.support.tools import SCHEMAS as TOOLS
 
 N = 3000
 VALUE_KEYS = ("eta", "ships", "delivered", "refund", "price", "restock", "in_stock_words", "carrier")
@@ -294,7 +294,7 @@ def test_heldout_disjoint(train, heldout):
             )
             ht = e.meta["history_template"]
             assert any(ht in templates_for(g, "train") for g in groups) or unseen_by_heldout(ht)
-    assert composed > len(train) // 3  # most train phrasings come from llm.phrasing
+    assert composed > len(train) // 3  # most train phrasings come from llm.support.phrasing
     for e in heldout:
         assert e.meta["template"] in templates_for(e.meta["template_group"], "heldout")
     train_ids = {e.meta["order_id"] for e in train if "order_id" in e.meta}
@@ -388,16 +388,16 @@ def test_id_replies_put_the_number_right_after_varied_leads():
 
 
 def test_train_says_some_order_numbers_right_after_any_template_word(store, monkeypatch):
-    monkeypatch.setattr(llm.data, "ID_CONTEXT", 1.0)
-    gen = llm.data._Generator(0, "train", store)
+    monkeypatch.setattr(dataset, "ID_CONTEXT", 1.0)
+    gen = dataset._Generator(0, "train", store)
     texts = [gen._user_with_id("order_status", "4217")[0] for _ in range(300)]
     assert all(parse_order_id(t) == "4217" for t in texts)
     before = [m.group(1) for t in texts if (m := re.search(r"(\S+) 4217\b", t))]
     assert len(before) > 30 and sum(w in gen.context_words for w in before) >= 0.9 * len(before)
     # The held-out split never does it: the same draw whatever the share.
-    said = llm.data._Generator(0, "heldout", store)._user_with_id("order_status", "4217")
-    monkeypatch.setattr(llm.data, "ID_CONTEXT", 0.0)
-    assert said == llm.data._Generator(0, "heldout", store)._user_with_id("order_status", "4217")
+    said = dataset._Generator(0, "heldout", store)._user_with_id("order_status", "4217")
+    monkeypatch.setattr(dataset, "ID_CONTEXT", 0.0)
+    assert said == dataset._Generator(0, "heldout", store)._user_with_id("order_status", "4217")
 
 
 def test_heldout_covers_statuses(heldout):

@@ -9,9 +9,10 @@ from dataclasses import replace
 import pytest
 import torch
 
-from llm.checkpoint import CheckpointError, load_checkpoint
-from llm.engine import Engine
-from llm.params import GenerationParams
+from llm.engine.checkpoint import CheckpointError, load_checkpoint
+from llm.engine.engine import Engine
+from llm.engine.errors import DecodingError
+from llm.engine.params import GenerationParams
 from tests import reference as ref
 from tests.tiny import write_own_checkpoint
 
@@ -80,7 +81,7 @@ def stepwise_cache_agreement(engine: Engine, prompt: list[int], mode: str) -> tu
     """Follow the exact (no cache) trajectory; at every step also run the cached forward on the same
     canvas. Returns (argmax agreement at the block's masked positions, largest logit error on steps
     where the canvas had not changed since the cache was built)."""
-    from llm.sequence import Sequence
+    from llm.engine.sequence import Sequence
 
     params = GenerationParams(gen_length=32, block_length=8, steps=32, cache=mode).resolve(engine.config)
     seq = Sequence(prompt, params, engine.config)
@@ -253,7 +254,7 @@ def test_a_request_moved_into_a_freed_slot_decodes_as_if_alone(llada_dir, block_
 def test_async_stream_and_cancel(block_dir):
     import asyncio
 
-    from llm.async_engine import AsyncEngine
+    from llm.engine.async_engine import AsyncEngine
 
     engine = Engine(block_dir, device="cpu")
     aengine = AsyncEngine(engine)
@@ -319,13 +320,25 @@ def test_missing_shard_is_named(tmp_path, dream_dir):
 def test_invalid_params_are_rejected(block_dir):
     engine = Engine(block_dir, device="cpu")
     for bad in (
-        GenerationParams(gen_length=30, block_length=4),
+        GenerationParams(gen_length=0),
+        GenerationParams(gen_length=32, steps=3),
         GenerationParams(cache="dual"),
         GenerationParams(threshold=1.5),
         GenerationParams(temperature=-1),
     ):
-        with pytest.raises(ValueError):
+        with pytest.raises(DecodingError):
             engine.add_request([1, 2], bad)
+
+
+def test_a_token_budget_is_rounded_up_to_whole_blocks(block_dir):
+    """The one place decoding settings are resolved: a budget of 50 on the bundled block-8 model is a
+    canvas of 56 tokens, as the server has always served it (its max_tokens still cuts the reply)."""
+    from llm.engine.checkpoint import read_config
+    from llm.support.models import model_dir
+
+    assert GenerationParams(gen_length=50).resolve(read_config(model_dir("bundled"))).gen_length == 56
+    tiny = Engine(block_dir, device="cpu").config  # block size 4
+    assert GenerationParams(gen_length=30).resolve(tiny).gen_length == 32
 
 
 def test_generate_command_json(block_dir, capsys):
@@ -373,7 +386,7 @@ def test_prompt_prefix_reuse_is_exact(block_dir):
 
 
 def test_attention_calls_group_requests_while_padding_stays_under_half():
-    from llm.batch import runs
+    from llm.engine.batch import runs
 
     assert runs([8, 16, 8, 8, 60, 8]) == [(0, 4), (4, 6)]  # 4 x 16 padded for 40 real; 2 x 60 for 68
     assert runs([120, 8, 8, 8]) == [(0, 2), (2, 4)]  # 2 x 120 for 128 real; a third would pad 224

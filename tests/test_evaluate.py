@@ -2,7 +2,7 @@
 
 import pytest
 
-from llm.evaluate import Scores, interval, interval_line
+from llm.support.evaluate import Scores, interval, interval_line
 
 
 def test_wilson_interval_matches_textbook_values():

@@ -13,16 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from llm.client import free_port
-from voice.collect import add_collect_parser, collect, ranges
+from llm.serving.process import free_port
+from voice.anchors import ANCHORS
+from voice.collect import collect, ranges
 from voice.mqtt import MqttPublisher, parse_host
 from voice.report import summarize
 from voice.runlog import RunLog, read_run
-from voice.timeline import ANCHORS, AUDIO_ORDER, Timeline, TurnRecord
+from voice.timeline import Timeline, TurnRecord
 
 MOSQUITTO = shutil.which("mosquitto") or shutil.which("mosquitto", path="/usr/sbin:/usr/local/sbin")
 HOST = "127.0.0.1"
-STEPS = [*ANCHORS, *AUDIO_ORDER]  # every anchor of a turn, in order
+STEPS = [a.name for a in ANCHORS]  # every anchor of a turn, in order
 
 
 class Broker:
@@ -235,7 +236,9 @@ def test_helpers():
     assert ranges([9, 3, 4, 5]) == [[3, 5], [9, 9]]
     import argparse
 
+    from voice.cli import collect as collect_command
+
     sub = argparse.ArgumentParser().add_subparsers()
-    add_collect_parser(sub)
+    collect_command.add_parser(sub)
     args = sub.choices["collect"].parse_args(["--mqtt", "b:1", "--out", "d", "--workers", "2"])
-    assert args.workers == 2 and args.idle_timeout == 300 and args.func.__name__ == "cmd_collect"
+    assert args.workers == 2 and args.idle_timeout == 300 and args.func is collect_command.run

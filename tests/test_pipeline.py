@@ -14,27 +14,23 @@ import pytest
 import soundfile as sf
 
 from asr.whisper import Transcriber
-from llm.agent import Agent
-from llm.client import OpenAIChat, ServerProcess, free_port
+from llm.serving.client import OpenAIChat
+from llm.serving.process import ServerProcess, free_port
+from llm.support.models import model_dir
+from llm.support.tools import store_agent
 from tts.piper import Synthesizer
-from voice.pipeline import Call, Settings, Stages
+from voice.anchors import METRICS
+from voice.call import Call
 from voice.replay import find_calls, run
 from voice.report import tool_correct
 from voice.runlog import read_run
-from voice.timeline import ANCHORS
-
-ALL_ANCHORS = {
-    *ANCHORS,
-    "tts_first_audio",
-    "first_audio_heard",
-    "first_useful_audio_heard",
-    "last_audio_heard",
-}
+from voice.settings import Settings
+from voice.stages import Stages
 
 
 @pytest.fixture(scope="module")
 def server():
-    with ServerProcess("bundled") as url:
+    with ServerProcess(model_dir("bundled"), "bundled") as url:
         yield url
 
 
@@ -45,7 +41,7 @@ def models():
 
 def stages(models, url: str, timeout: float = 30.0) -> Stages:
     transcriber, synthesizer = models
-    return Stages(transcriber, Agent(OpenAIChat(url, timeout=timeout)), synthesizer)
+    return Stages(transcriber, store_agent(OpenAIChat(url, timeout=timeout)), synthesizer)
 
 
 def replay(tmp_path, models, url, paths, mode="fast", concurrency=1, timeout=30.0, **settings):
@@ -73,10 +69,13 @@ def speech_file(models, path, texts: list[str], rate: int = 16000, gap_s: float 
 def assert_complete(turn: dict) -> None:
     assert turn["status"] == "ok", turn
     assert turn["order_violations"] == []
-    from voice.timeline import METRICS
-
-    assert all(turn[METRICS[a]] is not None for a in ALL_ANCHORS - {"t0"}), turn
-    assert turn["transcript"] and turn["answer"]
+    cut = turn.get("barge_in_stop_ms") is not None  # the caller spoke over it: never heard to the end
+    assert all(turn[m] is not None for m in METRICS.values() if not (cut and m == "complete_ms")), turn
+    assert turn["transcript"] and turn["answer"] and turn["asr_compute_ms"] > 0
+    # the LLM's part of the wait, from our server's own timings
+    assert turn["server_timings"] and turn["llm_calls"][-1]["answered"]
+    assert 0 < turn["llm_ttfat_ms"] <= turn["ttfat_ms"] and 0 < turn["llm_share"] < 1
+    assert all(c["server"]["forwards"] >= 1 and c["http_overhead_ms"] is not None for c in turn["llm_calls"])
 
 
 def test_realtime_replay_of_a_recorded_call_end_to_end(tmp_path, models, server):
@@ -191,7 +190,7 @@ def test_server_dying_mid_call_fails_the_later_turns_only(tmp_path, models):
     (call,) = find_calls([str(path)])
     from voice.audio import load_audio
 
-    server = ServerProcess("bundled")
+    server = ServerProcess(model_dir("bundled"))
     url = server.__enter__()
     try:
         runner = Call("q", load_audio(path).samples, stages(models, url), Settings("fast"))
@@ -209,25 +208,26 @@ def test_server_dying_mid_call_fails_the_later_turns_only(tmp_path, models):
 
 @pytest.mark.parametrize(("useful_after_ms", "skipped"), [(100, True), (700, False), (None, False)])
 def test_a_filler_is_spoken_only_when_useful_words_are_late(models, useful_after_ms, skipped):
+    from voice.audio import SimulatedSpeaker
     from voice.chunker import Clause
+    from voice.speaking import Speaking
+    from voice.timeline import CallClock, Timeline
 
-    call = Call("f", np.zeros(0, np.float32), Stages(None, None, models[1]), Settings(filler_grace_ms=400))
+    timeline = Timeline("f", CallClock())
+    stages = Stages(None, None, models[1])
 
     async def speak() -> list:
-        queue: asyncio.Queue = asyncio.Queue()
-        now = call.clock()
-        queue.put_nowait(Clause("Let me check that.", now, 0, True))
-        task = asyncio.create_task(call._speak(0, queue))
+        speaking = Speaking(timeline, 0, stages.speak, SimulatedSpeaker(clock=timeline.clock), 400)
+        speaking.say(Clause("Let me check that.", timeline.clock(), 0, True))
         if useful_after_ms is not None:
             await asyncio.sleep(useful_after_ms / 1e3)
-            queue.put_nowait(Clause("It is in stock.", call.clock(), 1, False))
-        queue.put_nowait(None)
-        return await task
+            speaking.say(Clause("It is in stock.", timeline.clock(), 1, False))
+        return await speaking.finish()
 
-    spoken = [clause.text for clause, _, _ in asyncio.run(speak())]
+    spoken = [s.clause.text for s in asyncio.run(speak())]
     assert ("Let me check that." not in spoken) == skipped
     assert ("It is in stock." in spoken) == (useful_after_ms is not None)
-    assert any(e.name == "filler_skipped" for e in call.timeline.events) == skipped
+    assert any(e.name == "filler_skipped" for e in timeline.events) == skipped
 
 
 def test_a_pause_mid_sentence_continues_the_turn(tmp_path, models, server):
@@ -273,3 +273,67 @@ def test_replay_over_mqtt_is_collected_into_the_same_run(tmp_path, models, serve
     local, _ = read_run(tmp_path / "local")
     collected, _ = read_run(tmp_path / "collected")
     assert len(local) == 2 and collected == local
+
+
+def test_anchors_are_emitted_when_they_happen(tmp_path, models, server):
+    """Realtime replay plays like a device: each anchor reaches observers (run log, MQTT, console) as it
+    happens or, for those only known later, the moment it is known; never after the answer has been
+    spoken, and never ahead of its time."""
+    from voice.audio import load_audio
+
+    path = speech_file(models, tmp_path / "q.wav", ["where is my order one zero two eight"], gap_s=6.0)
+    call = Call("q", load_audio(path).samples, stages(models, server), Settings("realtime"))
+    seen = []
+    call.timeline.observers.append(lambda e: seen.append((e, time.monotonic_ns())))
+    asyncio.run(call.run())
+    record = call.timeline.turns[0]
+    assert_complete(record.to_dict())
+    anchors = {e.name: (e.t_ns, at) for e, at in seen if e.turn == 0 and e.name in METRICS}
+    assert set(anchors) == set(METRICS)
+    for name, (t_ns, at) in anchors.items():
+        assert at >= t_ns - 1_000_000, f"{name} emitted {(t_ns - at) / 1e6:.0f} ms ahead of its time"
+        assert at - t_ns < 250_000_000, f"{name} emitted {(at - t_ns) / 1e6:.0f} ms after it happened"
+    heard_at = anchors["first_useful_audio_heard"][1]
+    assert heard_at < anchors["last_audio_heard"][0] - 1_000_000_000  # while the answer was still playing
+
+
+def test_a_caller_who_barges_in_after_hearing_the_answer_got_one(tmp_path, models, server):
+    """The caller speaks again while the answer is playing, after its useful words were heard: the
+    playback is cut and the turn is answered (it used to be recorded as barged in before a useful
+    answer), but the complete answer was never heard."""
+    path = speech_file(models, tmp_path / "b.wav", ["what are your opening hours", "thanks bye"], gap_s=1.8)
+    turns, _, out = replay(tmp_path, models, server, [path], mode="realtime")
+    first = turns[0]
+    assert first["status"] == "ok" and first["error"] is None, first
+    assert first["first_useful_audio_ms"] is not None and first["complete_ms"] is None
+    assert first["barge_in_stop_ms"] is not None and first["order_violations"] == []
+    events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
+    assert [e["turn"] for e in events if e["event"] == "barge_in"] == [0]
+    assert turns[1]["status"] == "ok" and "bye" in turns[1]["transcript"].lower()
+
+
+def test_the_replay_command_in_a_fresh_interpreter(tmp_path, models):
+    """`ttfat replay` as a user runs it, with its own server: `--max-tokens 50` works (it used to exit
+    2, the command line resolving decoding settings on its own), and the voice process loads no torch
+    and reaches the store domain only through the agent's tools."""
+    import subprocess
+    import sys
+
+    path = speech_file(models, tmp_path / "h.wav", ["what are your opening hours"])
+    argv = ["replay", str(path), "--mode", "fast", "--max-tokens", "50", "--out", str(tmp_path / "run")]
+    code = (
+        "import json, sys\nfrom voice.cli import main\n"
+        f"rc = main({argv!r})\n"
+        "print(json.dumps({'rc': rc, 'torch': 'torch' in sys.modules,"
+        " 'support': sorted(m for m in sys.modules if m.startswith('llm.support'))}))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["rc"] == 0 and result["torch"] is False
+    # the agent's tools and what they stand on, and where the bundled weights are; no generator, no training
+    allowed = {"llm.support", "llm.support.tools", "llm.support.store", "llm.support.policy",
+               "llm.support.spoken", "llm.support.datafiles", "llm.support.models"}  # fmt: skip
+    assert set(result["support"]) <= allowed, set(result["support"]) - allowed
+    (turn,) = read_run(tmp_path / "run")[0]
+    assert turn["status"] == "ok" and "eight in the morning" in turn["answer"]

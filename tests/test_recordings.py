@@ -15,9 +15,9 @@ import av
 import numpy as np
 import pytest
 
-from llm.data import order_answer, stock_answer
-from llm.spoken import parse_order_id
-from llm.store import Store
+from llm.support.policy import order_answer, stock_answer
+from llm.support.spoken import parse_order_id
+from llm.support.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDINGS = ROOT / "recordings"

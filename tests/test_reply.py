@@ -6,8 +6,8 @@ import pytest
 from tokenizers import Tokenizer as HFTokenizer
 from tokenizers import decoders, models, pre_tokenizers
 
-from llm.reply import ReplyParser, split_reply
-from llm.tokenizer import Tokenizer
+from llm.engine.tokenizer import Tokenizer
+from llm.serving.reply import ReplyParser, split_reply
 
 SPECIAL = ["<think>", "</think>", "<|tool_call|>"]
 WORDS = (

@@ -75,3 +75,22 @@ def test_run_directory_report_html_and_compare(tmp_path, capsys):
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("TTFAT"))
     assert line.split()[1:4] == ["102", "204", "2.00"]
     assert main(["report", str(tmp_path / "nothing")]) == 2
+
+
+def test_only_the_projects_own_errors_print_as_one_line(tmp_path, monkeypatch, capsys):
+    import pytest
+
+    from voice.cli import report as report_command
+
+    assert main(["report", str(tmp_path / "nothing")]) == 2  # a user's mistake: one line that says why
+    assert (
+        capsys.readouterr().err.strip()
+        == f"ttfat: {tmp_path / 'nothing'} is not a run directory (no turns.jsonl)"
+    )
+
+    def bug(args):  # injected: no real input makes `report` fail this way
+        raise ValueError("a bug in ttfat")
+
+    monkeypatch.setattr(report_command, "run", bug)
+    with pytest.raises(ValueError, match="a bug in ttfat"):  # a bug keeps its traceback
+        main(["report", str(tmp_path)])

@@ -10,14 +10,19 @@ import httpx
 import pytest
 from openai import OpenAI
 
-from llm.client import LocalServer
-from llm.server import Limits
-from llm.store import SYSTEM_PROMPT, TOOLS, Store
+from llm.serving.process import LocalServer
+from llm.serving.requests import Limits
+from llm.support.models import model_dir
+from llm.support.policy import SYSTEM_PROMPT
+from llm.support.store import Store
+from llm.support.tools import SCHEMAS as TOOLS
 
 
 @pytest.fixture(scope="module")
 def server():
-    local = LocalServer("bundled", limits=Limits(max_concurrent=8, max_tokens=256), api_key="secret")
+    local = LocalServer(
+        model_dir("bundled"), "bundled", limits=Limits(max_concurrent=8, max_tokens=256), api_key="secret"
+    )
     url = local.__enter__()
     yield local, url
     local.__exit__(None, None, None)
@@ -54,6 +59,9 @@ def test_streaming_and_plain_give_the_same_answer(server):
     assert len(pieces) > 1  # committed prefixes stream, not one blob at the end
     timings = final.model_extra["ttfat_timings"]
     assert 0 < timings["arrival_ms"] <= timings["first_token_ms"] <= timings["first_answer_token_ms"]
+    assert (
+        timings["first_content_ms"] == timings["first_answer_token_ms"]
+    )  # no tool call: content is the answer
     assert timings["queue_ms"] >= 0 and 0 < timings["prefill_ms"] <= timings["first_token_ms"]
     assert timings["first_answer_token_ms"] <= timings["done_ms"]
     assert timings["forwards"] >= 1 and final.usage.completion_tokens >= len(pieces)
@@ -99,6 +107,14 @@ def test_concurrent_requests_equal_sequential_ones(server):
     assert [m.model_dump() for m in asyncio.run(together())] == [m.model_dump() for m in sequential]
     metrics = httpx.get(url.removesuffix("/v1") + "/metrics").text
     assert 'ttfat_batch_size_bucket{le="4.0"}' in metrics
+    for name in (
+        "ttfat_time_to_first_token_seconds_count",
+        "ttfat_time_to_first_answer_token_seconds_count",
+        "ttfat_requests_waiting",
+        "ttfat_requests_running",
+        "ttfat_tokens_per_forward_count",
+    ):
+        assert f"\n{name}" in metrics, name
     batched = sum(float(line.split()[-1]) for line in metrics.splitlines()
                   if line.startswith("ttfat_batch_size_sum"))  # fmt: skip
     assert batched > 0
@@ -142,11 +158,15 @@ def test_bad_requests_and_limits(server):
         assert response.json()["error"]["message"]
     long = {"model": "bundled", "messages": user("order " * 2000)}
     assert post(long).status_code == 400
-    assert httpx.get(url.removesuffix("/v1") + "/health").json()["status"] == "ok"
+    health = httpx.get(url.removesuffix("/v1") + "/health").json()
+    assert health["status"] == "ok" and health["model"] == "bundled"
+    # the decoding a request gets when it sets none: the bundled model's threshold rule, whole blocks
+    assert health["decoding"] == {"gen_length": 64, "steps": 64, "block_length": 8, "threshold": 0.9,
+                                  "factor": None, "cache": "block"}  # fmt: skip
 
 
 def test_concurrency_limit_answers_429():
-    local = LocalServer("bundled", limits=Limits(max_concurrent=1))
+    local = LocalServer(model_dir("bundled"), "bundled", limits=Limits(max_concurrent=1))
     with (
         local as url,
         httpx.Client() as http,

@@ -4,8 +4,10 @@ import sqlite3
 
 import pytest
 
-from llm.spoken import digits, money, number, ordinal, parse_order_id, say_order_id, spoken_date
-from llm.store import DEFAULT_DB, STATUSES, SYSTEM_PROMPT, TODAY, TOOLS, Store, build_database, dump
+from llm.support.policy import SYSTEM_PROMPT
+from llm.support.spoken import digits, money, number, ordinal, parse_order_id, say_order_id, spoken_date
+from llm.support.store import DEFAULT_DB, STATUSES, TODAY, Store, build_database, dump
+from llm.support.tools import SCHEMAS as TOOLS
 
 ORDER_COLUMNS = [
     "order_id",

@@ -80,3 +80,53 @@ def test_call_clock_skips_only_forward_and_converts_monotonic_times():
     clock.skip(-5 * MS)  # never backwards
     assert clock() - before >= 2_000 * MS and clock.skipped_ns == 2_000 * MS
     assert clock.from_monotonic(7) == 7 + 2_000 * MS
+
+
+def llm_call_event(tl: Timeline, round_: int, request_ms: int, first_content_ms: float, done_ms: float,
+                   tools: list[str], server: dict | None) -> None:  # fmt: skip
+    """What the pipeline emits when an LLM call ends (voice/answer.py), from the agent's own record."""
+    from llm.agent import LLMCall
+
+    at = lambda ms: int(ms * MS)  # noqa: E731
+    call = LLMCall(round_, at(request_ms), at(request_ms + 5), at(request_ms + first_content_ms),
+                   at(request_ms + done_ms), tools, server)  # fmt: skip
+    tl.emit(0, "llm_call", t_ns=call.done_ns, request_ns=call.request_ns, **call.to_dict())
+
+
+def test_the_llms_share_of_the_wait():
+    tl = Timeline("c", lambda: 0)
+    for name, ms in [("t0", 0), ("endpoint", 300), ("asr_final", 600), ("llm_request", 601)]:
+        tl.emit(0, name, t_ns=ms * MS)
+    server = {"queue_ms": 0.1, "prefill_ms": 3.0, "first_content_ms": 9.0, "done_ms": 30.0, "forwards": 4}
+    llm_call_event(tl, 0, 601, 10, 40, ["lookup_order"], server)  # the filler and a tool call
+    llm_call_event(tl, 1, 650, 20, 35, [], {**server, "first_content_ms": 18.5})  # the answer
+    for name, ms in [("first_token", 606), ("first_answer_token", 670), ("first_useful_token", 670),
+                     ("first_useful_audio_heard", 800)]:  # fmt: skip
+        tl.emit(0, name, t_ns=ms * MS)
+    out = tl.turns[0].to_dict()
+    assert out["llm_ttfat_ms"] == 20  # the answering request -> its first answer token
+    assert out["llm_wait_ms"] == 40 + (670 - 650)  # the tool-calling request, then to the useful words
+    assert out["llm_share"] == round(60 / 800, 4) and out["server_timings"] is True
+    assert [c["http_overhead_ms"] for c in out["llm_calls"]] == [1.0, 1.5]  # client minus server
+    assert out["llm_calls"][1]["request_ms"] == 650 and out["llm_stage_ms"] == 70
+    assert out["order_violations"] == []
+
+
+def test_an_endpoint_that_reports_no_timings_is_said_so():
+    from voice.report import llm_share_line, summarize
+
+    tl = Timeline("c", lambda: 0)
+    for name, ms in [("t0", 0), ("llm_request", 500)]:
+        tl.emit(0, name, t_ns=ms * MS)
+    llm_call_event(tl, 0, 500, 15, 30, [], None)
+    for name, ms in [
+        ("first_answer_token", 515),
+        ("first_useful_token", 515),
+        ("first_useful_audio_heard", 700),
+    ]:
+        tl.emit(0, name, t_ns=ms * MS)
+    out = tl.turns[0].to_dict()
+    assert out["server_timings"] is False and out["llm_calls"][0]["server"] is None
+    assert out["llm_calls"][0]["http_overhead_ms"] is None  # nothing to subtract: no number is made up
+    assert out["llm_wait_ms"] == 15 and out["llm_share"] == round(15 / 700, 4)
+    assert "reported no timings" in llm_share_line(summarize([out]))

@@ -8,11 +8,12 @@ import json
 import pytest
 import torch
 
-from llm.checkpoint import BUNDLED, load_checkpoint
-from llm.engine import Engine
-from llm.params import GenerationParams
-from llm.tokenizer import Tokenizer
-from llm.train import Batches, TrainConfig, batch_logits, render, train
+from llm.engine.checkpoint import load_checkpoint
+from llm.engine.engine import Engine
+from llm.engine.params import GenerationParams
+from llm.engine.tokenizer import Tokenizer
+from llm.support.models import BUNDLED
+from llm.support.train import Batches, TrainConfig, batch_logits, render, train
 
 TINY = dict(hidden_size=64, num_layers=2, num_heads=4, intermediate_size=128, batch_size=8, examples=400,
             tokenizer_examples=400, save_every=1000, warmup=5, lr=3e-3)  # fmt: skip
@@ -82,7 +83,7 @@ def test_resume_continues_from_the_saved_step(tmp_path):
 @pytest.mark.parametrize(("block", "complementary"), [(1, False), (8, False), (8, True)])
 def test_training_layout_equals_inference_logits(diffusion_dir, block, complementary):
     """Logits the trainer computes for masked answer tokens equal the engine's, block by block."""
-    from llm.data import make_examples
+    from llm.support.dataset import make_examples
 
     ckpt = load_checkpoint(diffusion_dir, device="cpu")
     model, tok, cfg = ckpt.model, ckpt.tokenizer, ckpt.config

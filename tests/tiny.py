@@ -5,9 +5,9 @@ from __future__ import annotations
 import torch
 from tokenizers import Tokenizer, models, pre_tokenizers
 
-from llm.checkpoint import save_checkpoint
-from llm.config import ModelConfig
-from llm.model import Transformer
+from llm.engine.checkpoint import save_checkpoint
+from llm.engine.config import ModelConfig
+from llm.engine.model import Transformer
 
 VOCAB = 64
 MASK, EOS, PAD = 63, 62, 61

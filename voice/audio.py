@@ -1,4 +1,5 @@
-"""Audio in and out: decoding any file into 16 kHz mono, and the simulated playback device of replay.
+"""Audio in and out for replay: decoding any file into 16 kHz mono, a recording as a pipeline source,
+and the simulated playback device.
 
 Decoding goes through PyAV (FFmpeg; already a faster-whisper dependency), so WAV, FLAC, MP3 and OGG at
 any sample rate work the same way; resampling uses soxr (never linear interpolation, which aliases).
@@ -6,6 +7,7 @@ any sample rate work the same way; resampling uses soxr (never linear interpolat
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,15 +98,38 @@ def to_pcm16(samples: np.ndarray) -> bytes:
     return (np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes()
 
 
+class RecordingSource:
+    """A recording's frames as they would arrive from a line. Fast mode skips the waits (on the call's
+    clock) whenever `busy()` says no turn is in flight; realtime mode waits for each frame."""
+
+    def __init__(self, samples: np.ndarray, frame_len: int, clock, fast: bool = False, busy=lambda: True):
+        self.samples, self.frame_len, self.clock, self.fast, self.busy = samples, frame_len, clock, fast, busy
+        self.origin_ns = 0
+
+    async def frames(self):
+        n = self.frame_len
+        self.origin_ns = self.clock()
+        for i in range(len(self.samples) // n):
+            wait = self.origin_ns + (i + 1) * n * 1_000_000_000 // RATE - self.clock()
+            if wait > 0 and self.fast and not self.busy():
+                self.clock.skip(wait)
+            elif wait > 0:
+                await asyncio.sleep(wait / 1e9)
+            yield self.samples[i * n : (i + 1) * n]
+
+
 class SimulatedSpeaker:
     """Replay's playback device: it plays each piece of audio when it arrives (plus the output latency)
-    or when the previous piece ends, at real-time rate. It never blocks; it says when each piece is
-    heard, on the call's clock. A caller who speaks while it plays cuts it (barge-in), as in a live call."""
+    or when the previous piece ends, at real-time rate, and says when each piece is heard, on the call's
+    clock. `lived` (realtime replay) behaves like a device: `play` returns when the audio starts being
+    heard and `drain` when it has been, so anchors are emitted when they happen and a caller who speaks
+    meanwhile cuts the answer (barge-in), as in a live call. Otherwise (fast replay) it never waits: the
+    heard times are computed when the audio is queued."""
 
-    def __init__(self, latency_ms: float = 0.0, clock=time.monotonic_ns):
+    def __init__(self, latency_ms: float = 0.0, clock=time.monotonic_ns, lived: bool = False):
         self.latency_ns = int(latency_ms * 1e6)
         self.busy_until_ns = 0
-        self.clock = clock
+        self.clock, self.lived = clock, lived
 
     @property
     def playing(self) -> bool:
@@ -113,11 +138,16 @@ class SimulatedSpeaker:
     async def play(self, speech, ready_ns: int) -> tuple[int, int]:
         start = max(ready_ns + self.latency_ns, self.busy_until_ns)
         self.busy_until_ns = start + int(speech.seconds * 1e9)
-        return start, self.busy_until_ns
+        await self._until(start)
+        return start, start + int(speech.seconds * 1e9)
 
     async def drain(self, end_ns: int) -> None:
-        """Nothing to wait for: the heard times are computed, not lived."""
+        await self._until(end_ns)
 
     async def stop(self) -> int:
         self.busy_until_ns = min(self.busy_until_ns, self.clock())
         return self.clock()
+
+    async def _until(self, t_ns: int) -> None:
+        if self.lived and (wait := t_ns - self.clock()) > 0:
+            await asyncio.sleep(wait / 1e9)

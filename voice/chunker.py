@@ -2,8 +2,9 @@
 
 piper speaks one sentence at a time, so waiting for the whole answer would waste the LLM's streaming.
 A clause ends at . ! ? (not inside a number such as 4.99), or at , ; : once it has `min_words` words.
-A *filler* clause ("Sure.", "One moment.", "Let me check that.") carries no answer: the first clause
-that is not filler is where the first *useful* token and the first *useful* audio are (DESIGN.md §2).
+A *filler* clause ("Sure.", "One moment.", "Let me check.") carries no answer: the first clause that is
+not filler is where the first *useful* token and the first *useful* audio are (DESIGN.md §2). Besides
+these common ones, an agent names its own fillers (what its model says before a tool call).
 """
 
 from __future__ import annotations
@@ -29,10 +30,8 @@ FILLERS = (
     "give me a second",
     "let me check",
     "let me check that",
-    "let me check that for you",
     "let me look",
     "let me look that up",
-    "let me look up that order",
     "let me look that up for you",
     "let me see",
     "well",
@@ -41,15 +40,19 @@ FILLERS = (
     "um",
     "uh",
 )
-_FILLER_SET = set(FILLERS)
 # after a digit, "." may be a decimal point still streaming in ("4." then "99"): wait for a space
 _END = re.compile(r"(?<!\d)[.!?](?=\s|$)|(?<=\d)[.!?](?=\s)")
 _SOFT = re.compile(r"[,;:](?=\s|$)")
 
 
-def is_filler(text: str) -> bool:
-    words = re.sub(r"[^a-z' ]", " ", text.lower()).split()
-    return " ".join(words) in _FILLER_SET or not words
+def _words(text: str) -> str:
+    return " ".join(re.sub(r"[^a-z' ]", " ", text.lower()).split())
+
+
+def is_filler(text: str, own: tuple[str, ...] = ()) -> bool:
+    """Whether a clause carries no answer: a common filler, one of the agent's `own`, or no words."""
+    words = _words(text)
+    return not words or words in FILLERS or words in map(_words, own)
 
 
 @dataclass
@@ -61,10 +64,11 @@ class Clause:
 
 
 class Chunker:
-    """`feed(text, t_ns, round)` returns the clauses completed by this piece; `flush()` the rest."""
+    """`feed(text, t_ns, round)` returns the clauses completed by this piece; `flush()` the rest.
+    `fillers`: the agent's own filler phrases."""
 
-    def __init__(self, min_words: int = 4):
-        self.min_words = min_words
+    def __init__(self, min_words: int, fillers: tuple[str, ...] = ()):
+        self.min_words, self.fillers = min_words, fillers
         self.buffer = ""
         self.first_ns: int | None = None
         self.round = 0
@@ -97,4 +101,4 @@ class Chunker:
         return hard.end() if hard else 0
 
     def _clause(self, text: str) -> Clause:
-        return Clause(text.strip(), self.first_ns or 0, self.round, is_filler(text))
+        return Clause(text.strip(), self.first_ns or 0, self.round, is_filler(text, self.fillers))

@@ -1,4 +1,5 @@
-"""`ttfat collect`: one run directory from the MQTT messages of one or many workers (voice/mqtt.py).
+"""Collecting one run directory from the MQTT messages of one or many workers (voice/mqtt.py), for
+`ttfat collect` (voice/cli/collect.py).
 
 The directory is written by a RunLog, so `ttfat report` reads it like any other. Messages are
 at-least-once (QoS 1, and the publisher resends a batch after a reconnect), so duplicates are dropped
@@ -8,7 +9,6 @@ by (worker, call, seq); sequence numbers that never arrived are reported as gaps
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import sys
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from voice.mqtt import PREFIX, add_auth_args, auth_from_args, broker_from_args, topic_part
+from voice.mqtt import PREFIX, topic_part
 
 
 def ranges(numbers: list[int]) -> list[list[int]]:
@@ -138,12 +138,15 @@ class Collection:
         return summary
 
 
+IDLE_TIMEOUT_S = 300.0
+
+
 async def collect(
     host: str,
     port: int = 1883,
     out: str | Path = "runs/collected",
     run: str | None = None,
-    idle_timeout: float | None = 300.0,
+    idle_timeout: float | None = IDLE_TIMEOUT_S,
     workers: int | None = None,
     *,
     backoff: tuple[float, float] = (0.5, 5.0),
@@ -179,7 +182,7 @@ async def collect(
                         wait = idle_timeout - (loop.time() - last) if idle_timeout else None
                         try:
                             message = await asyncio.wait_for(messages.__anext__(), wait)
-                        except asyncio.TimeoutError:
+                        except TimeoutError:
                             continue
                         last = loop.time()
                         collection.handle(message.topic.value, message.payload)
@@ -200,49 +203,3 @@ async def collect(
                 delay = min(delay * 2, backoff[1])
     finally:
         collection.close(ended_by)
-
-
-def cmd_collect(args: argparse.Namespace) -> int:
-    from voice.report import text_report
-    from voice.runlog import read_run
-
-    host, port = broker_from_args(args)
-    try:
-        asyncio.run(
-            collect(host, port, args.out, args.run, args.idle_timeout, args.workers, **auth_from_args(args))
-        )
-    except KeyboardInterrupt:
-        print("ttfat: interrupted; the run directory holds what arrived", file=sys.stderr)
-    turns, summary = read_run(args.out)
-    print(text_report(summary))
-    print(f"\nrun directory: {args.out}  (ttfat report {args.out} --html report.html)")
-    return 0
-
-
-def add_collect_parser(subparsers: argparse._SubParsersAction) -> None:
-    """Register `ttfat collect` (one line in voice.cli.build_parser)."""
-    p = subparsers.add_parser(
-        "collect",
-        help="gather the events and turns that replay/talk workers publish over MQTT into one run",
-        description="Subscribe to a broker and write one run directory (events.jsonl, turns.jsonl, "
-        "summary.json) from every worker that runs with --mqtt, for `ttfat report`. Start it before the "
-        "workers, and give them the same --mqtt-run. It ends when every worker it heard from has sent "
-        "its end message (use --workers N when workers start at different times), after --idle-timeout "
-        "seconds without a message, or on Ctrl-C, and always writes a complete directory. Messages that "
-        "never arrived (a broker outage) are counted per call as mqtt_gaps in summary.json. Example: "
-        "ttfat collect --mqtt broker.lan --out runs/fleet --run fleet & "
-        "ttfat replay calls/ --mqtt broker.lan --mqtt-run fleet",
-    )
-    p.add_argument("--mqtt", required=True, metavar="HOST[:PORT]", help="the broker (port 1883 by default)")
-    p.add_argument("--out", required=True, help="run directory to write")
-    p.add_argument("--run", help="run id to collect (default: the first one heard)")
-    p.add_argument(
-        "--idle-timeout",
-        type=float,
-        default=300.0,
-        metavar="S",
-        help="stop after S seconds without a message (default 300; 0 waits forever)",
-    )
-    p.add_argument("--workers", type=int, metavar="N", help="stop once N workers have ended")
-    add_auth_args(p.add_argument_group("broker authentication"))
-    p.set_defaults(func=cmd_collect)

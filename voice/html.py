@@ -7,17 +7,8 @@ import base64
 import html
 import io
 
+from voice.anchors import BY_NAME, HEADLINE, STAGES
 from voice.report import INF, metric_values, text_report
-
-# Waterfall segments: (from anchor, to anchor, label), all in ms from t0.
-SEGMENTS = [
-    (None, "endpoint_ms", "endpoint"),
-    ("endpoint_ms", "asr_ms", "ASR"),
-    ("asr_ms", "ttfat_ms", "LLM to first answer token"),
-    ("ttfat_ms", "first_useful_token_ms", "to first useful token"),
-    ("first_useful_token_ms", "first_useful_audio_ms", "TTS + playback start"),
-    ("first_useful_audio_ms", "complete_ms", "answer playing"),
-]
 
 
 def _png(fig) -> str:
@@ -35,10 +26,11 @@ def waterfall(turns: list[dict]):
     fig, ax = plt.subplots(figsize=(10, 0.25 * len(turns) + 1.5))
     colors = plt.get_cmap("tab10").colors
     for row, t in enumerate(turns):
-        for k, (start, end, label) in enumerate(SEGMENTS):
-            a, b = (t.get(start) if start else 0.0), t.get(end)
+        for k, stage in enumerate(STAGES):
+            a = t.get(BY_NAME[stage.start].metric) if stage.start else 0.0
+            b = t.get(BY_NAME[stage.end].metric)
             if a is not None and b is not None:
-                ax.barh(row, b - a, left=a, color=colors[k], label=label if row == 0 else None)
+                ax.barh(row, b - a, left=a, color=colors[k], label=stage.label if row == 0 else None)
         if t["status"] != "ok":
             ax.text(0, row, f"  {t['status']}", va="center", fontsize=7, color="red")
     ax.set_yticks(range(len(turns)), [f"{t['call']}:{t['turn']}" for t in turns], fontsize=6)
@@ -55,7 +47,8 @@ def cdfs(turns: list[dict]):
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4))
-    for key, label in [("ttfat_ms", "TTFAT"), ("first_useful_audio_ms", "first useful audio heard")]:
+    labels = {a.metric: a.label for a in BY_NAME.values()}
+    for key, label in ((k, labels[k]) for k in HEADLINE):
         values = sorted(metric_values(turns, key))
         finite = [v for v in values if v != INF]
         if values:

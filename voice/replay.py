@@ -17,10 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from voice.audio import AUDIO_SUFFIXES, RATE, AudioError, load_audio
-from voice.pipeline import Call, Settings, Stages
+from voice.call import Call
 from voice.runlog import RunLog
+from voice.settings import Settings
+from voice.stages import Stages
 from voice.timeline import TurnRecord
 from voice.turns import Turn
+
+
+class ManifestError(ValueError):
+    """A manifest.jsonl line that cannot be read; the message names the file and line."""
 
 
 @dataclass
@@ -41,7 +47,7 @@ def read_manifest(path: Path) -> list[CallInput]:
             channel = entry.get("caller_channel", "auto")
             calls.append(CallInput(entry["call"], path.parent / entry["file"], channel, entry.get("turns")))
         except (json.JSONDecodeError, KeyError, TypeError) as e:
-            raise ValueError(f"{path}:{n}: not a manifest line ({e})") from e
+            raise ManifestError(f"{path}:{n}: not a manifest line ({e})") from e
     return calls
 
 
@@ -54,7 +60,7 @@ def find_calls(paths: list[str], channel: int | str = "auto") -> list[CallInput]
         elif p.is_dir():
             found = sorted(f for f in p.rglob("*") if f.suffix.lower() in AUDIO_SUFFIXES)
             if not found:
-                raise ValueError(f"{p}: no audio files ({', '.join(AUDIO_SUFFIXES)}) in this folder")
+                raise AudioError(f"{p}: no audio files ({', '.join(AUDIO_SUFFIXES)}) in this folder")
             calls += [CallInput(f.stem, f, channel) for f in found]
         elif p.suffix == ".jsonl":
             calls += read_manifest(p)
@@ -176,7 +182,7 @@ async def _run(
     try:
         warmup = await stages.warm_up()
     except Exception as e:  # an unreachable server: every turn will record why; the run goes on
-        from voice.pipeline import describe
+        from voice.turntaking import describe
 
         warmup = {"failed": describe(e)}
         print(

@@ -1,9 +1,10 @@
-"""Reports over turn records: percentiles with failures counted, quality beside latency, HTML plots,
-and the side-by-side comparison of two runs.
+"""Reports over turn records: percentiles with failures counted, where the wait went (stages, and the
+LLM's share of it), quality beside latency, and the side-by-side comparison of two runs.
 
 Failures are never dropped (DESIGN.md §2): a turn whose status is not ok and that never reached an
 anchor counts as +inf for every latency measured from t0, so p95 shows the tail a caller really
-lives through; the success rate is printed beside the percentiles.
+lives through; the success rate is printed beside the percentiles. Durations (stages, tool calls,
+the LLM's wait) are measured where they happened.
 """
 
 from __future__ import annotations
@@ -13,25 +14,25 @@ import math
 import re
 import textwrap
 
-from llm.spoken import ONES
+from voice.anchors import ANCHORS, HEADLINE, STAGES
+from voice.timeline import STATUSES, stage_durations
 
 INF = float("inf")
-# (key, label, what it measures). "from t0" metrics count failed turns as +inf.
-LATENCY = [
-    ("endpoint_ms", "endpoint delay", "from t0"),
-    ("asr_stage_ms", "ASR", "endpoint -> transcript"),
-    ("first_token_ms", "first token", "from t0"),
-    ("ttfat_ms", "TTFAT", "from t0"),
-    ("first_useful_token_ms", "first useful token", "from t0"),
+# Rows of the latency table: every reported anchor, measured from t0.
+LATENCY = [(a.metric, a.label) for a in ANCHORS if a.reported]
+# Rows of the stage table: the waterfall of the wait, then the LLM's own figures.
+DURATIONS = [(s.key, s.label, f"{s.start or 't0'} -> {s.end}") for s in STAGES] + [
     ("tool_ms", "tool time", "tool calls, per turn with tools"),
-    ("tts_first_audio_ms", "TTS first audio", "from t0"),
-    ("first_audio_ms", "first audio heard", "from t0"),
-    ("first_useful_audio_ms", "first useful audio heard", "from t0"),
-    ("complete_ms", "complete answer heard", "from t0"),
+    ("llm_wait_ms", "LLM wait", "on the LLM before the first useful token"),
+    ("llm_ttfat_ms", "LLM TTFAT", "request -> first answer token"),
 ]
-HEADLINE = ("ttfat_ms", "first_useful_audio_ms")
-# Stage durations, measured only where the stage ran; every other metric is from t0.
-DURATIONS = {"asr_stage_ms", "tool_ms"}
+FROM_T0 = {metric for metric, _ in LATENCY} | {"endpoint_ms"}
+LEGEND = (
+    "TTFAT counts from t0, the end of the caller's speech. LLM TTFAT counts from the LLM request of the "
+    "call that answered, as Pipecat's TTFAT does; LLM wait is how long the caller waited on the LLM "
+    "(tool runs excluded), and its share is that wait over first useful audio heard."
+)
+DIGIT_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -40,42 +41,46 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
 
 
+def value(turn: dict, key: str) -> float | None:
+    stages = stage_durations(turn)
+    return stages[key] if key in stages else turn.get(key)
+
+
 def metric_values(turns: list[dict], key: str) -> list[float]:
     values = []
     for t in turns:
-        v = derived(t, key)
+        v = value(t, key)
         if v is not None:
             values.append(v)
-        elif t["status"] != "ok" and key not in DURATIONS:
+        elif t["status"] != "ok" and key in FROM_T0:
             values.append(INF)  # a failed turn never got there: it counts, as never
     return values
 
 
-def derived(turn: dict, key: str) -> float | None:
-    if key == "asr_stage_ms":
-        a, e = turn.get("asr_ms"), turn.get("endpoint_ms")
-        return None if a is None or e is None else a - e
-    if key == "tool_ms":
-        return sum(c["ms"] for c in turn["tool_calls"]) if turn.get("tool_calls") else None
-    return turn.get(key)
-
-
-def stats(values: list[float]) -> dict:
+def stats(values: list[float], digits: int = 1) -> dict:
     if not values:
         return {"p50": None, "p95": None, "p99": None, "max": None, "n": 0}
-    pick = lambda p: round(percentile(values, p), 1)  # noqa: E731
-    return {"p50": pick(50), "p95": pick(95), "p99": pick(99), "max": round(max(values), 1), "n": len(values)}
+    pick = lambda p: round(percentile(values, p), digits)  # noqa: E731
+    return {"p50": pick(50), "p95": pick(95), "p99": pick(99), "max": round(max(values), digits),
+            "n": len(values)}  # fmt: skip
 
 
 def summarize(turns: list[dict], environment: dict | None = None) -> dict:
     """Everything summary.json holds; `ttfat report` prints it."""
-    statuses = {s: sum(t["status"] == s for t in turns) for s in ("ok", "timeout", "error", "no_answer")}
+    statuses = {s: sum(t["status"] == s for t in turns) for s in STATUSES}
+    keys = [k for k, _ in LATENCY] + [k for k, _, _ in DURATIONS]
+    with_llm_calls = [t for t in turns if t.get("llm_calls")]
     return {
         "turns": len(turns),
         "calls": len({t["call"] for t in turns}),
         "success_rate": round(statuses["ok"] / len(turns), 4) if turns else None,
         "statuses": statuses,
-        "metrics": {key: stats(metric_values(turns, key)) for key, _, _ in LATENCY},
+        "metrics": {key: stats(metric_values(turns, key)) for key in dict.fromkeys(keys)},
+        "llm_share": stats([t["llm_share"] for t in turns if t.get("llm_share") is not None], 4),
+        "server_timings": {
+            "turns": sum(bool(t.get("server_timings")) for t in with_llm_calls),
+            "of": len(with_llm_calls),
+        },  # fmt: skip
         "quality": quality(turns),
         "order_violations": sum(bool(t.get("order_violations")) for t in turns),
         "errors": sorted({t["error"] for t in turns if t.get("error")})[:20],
@@ -88,7 +93,7 @@ def summarize(turns: list[dict], environment: dict | None = None) -> dict:
 
 def normalize(text: str) -> list[str]:
     """Words for WER: lowercase, no punctuation, each digit as its word ("4217" -> four two one seven)."""
-    text = re.sub(r"\d", lambda m: f" {ONES[int(m.group())]} ", text.lower())
+    text = re.sub(r"\d", lambda m: f" {DIGIT_WORDS[int(m.group())]} ", text.lower())
     return re.sub(r"[^a-z' ]+", " ", text.replace("-", " ")).split()
 
 
@@ -117,8 +122,8 @@ def _tool_key(call: dict) -> tuple[str, str]:
             args = json.loads(args)
         except json.JSONDecodeError:
             return call.get("name", ""), args
-    value = next(iter(args.values()), "") if isinstance(args, dict) and args else ""
-    return call.get("name", ""), " ".join(normalize(str(value)))
+    first = next(iter(args.values()), "") if isinstance(args, dict) and args else ""
+    return call.get("name", ""), " ".join(normalize(str(first)))
 
 
 def tool_correct(turn: dict, expected: dict | None) -> bool:
@@ -165,18 +170,40 @@ def pct(v) -> str:
     return "-" if v is None else f"{100 * v:.1f}%"
 
 
+def _table(title: str, rows: list[tuple[str, str, str, dict]]) -> list[str]:
+    lines = [f"{title:<28}{'p50':>8}{'p95':>8}{'p99':>8}{'max':>8}{'n':>6}   measured"]
+    for key, label, what, m in rows:
+        star = "*" if key in HEADLINE else " "
+        cells = "".join(f"{fmt(m[p]):>8}" for p in ("p50", "p95", "p99", "max"))
+        lines.append(f"{star}{label:<27}{cells}{m['n']:>6}   {what}")
+    return lines
+
+
+def llm_share_line(summary: dict) -> str:
+    share, timings = summary["llm_share"], summary["server_timings"]
+    server = (
+        f"server timings in {timings['turns']} of {timings['of']} turns"
+        if timings["turns"]
+        else "the endpoint reported no timings of its own"
+    )
+    return (
+        f"LLM share of first useful audio heard: p50 {pct(share['p50'])}, p95 {pct(share['p95'])} "
+        f"(n {share['n']}; {server})"
+    )
+
+
 def text_report(summary: dict) -> str:
+    metrics = summary["metrics"]
     lines = [
         f"{summary['calls']} calls, {summary['turns']} turns, success {pct(summary['success_rate'])} "
         f"({', '.join(f'{k} {v}' for k, v in summary['statuses'].items() if v)})",
         "",
-        f"{'metric (ms)':<28}{'p50':>8}{'p95':>8}{'p99':>8}{'max':>8}{'n':>6}   measured",
+        *_table("metric (ms)", [(k, label, "from t0", metrics[k]) for k, label in LATENCY]),
+        "",
+        *_table("where the wait went (ms)", [(k, label, what, metrics[k]) for k, label, what in DURATIONS]),
+        llm_share_line(summary),
+        *textwrap.wrap(LEGEND, 110),
     ]
-    for key, label, what in LATENCY:
-        m = summary["metrics"][key]
-        star = "*" if key in HEADLINE else " "
-        cells = "".join(f"{fmt(m[p]):>8}" for p in ("p50", "p95", "p99", "max"))
-        lines.append(f"{star}{label:<27}{cells}{m['n']:>6}   {what}")
     q = summary["quality"]
     t0 = q["t0_error_ms"]
     lines += [
@@ -194,9 +221,9 @@ def text_report(summary: dict) -> str:
     env = summary.get("environment") or {}
     if env:
         lines += ["", "environment:"]
-        for key, value in env.items():
-            flat = _flat(value) if isinstance(value, dict) else {"": value}
-            text = "; ".join(f"{k} {v}".strip() for k, v in flat.items())
+        for key, v in env.items():
+            flat = _flat(v) if isinstance(v, dict) else {"": v}
+            text = "; ".join(f"{k} {x}".strip() for k, x in flat.items())
             lines += textwrap.wrap(f"{key}: {text}", 110, initial_indent="  ", subsequent_indent="    ")
     return "\n".join(lines)
 
@@ -218,7 +245,8 @@ def compare_report(a: dict, b: dict, name_a: str, name_b: str) -> str:
         "",
         f"{'metric (ms)':<27}{'A p50':>8}{'B p50':>8}{'B/A':>7}{'A p95':>9}{'B p95':>8}{'B/A':>7}",
     ]
-    for key, label, _ in LATENCY:
+    rows = LATENCY + [(k, label) for k, label, _ in DURATIONS if k not in dict(LATENCY)]
+    for key, label in rows:
         ma, mb = a["metrics"][key], b["metrics"][key]
         cells = ""
         for p in ("p50", "p95"):
@@ -226,6 +254,9 @@ def compare_report(a: dict, b: dict, name_a: str, name_b: str) -> str:
             ratio = vb / va if va and vb is not None and va != INF and vb != INF else None
             cells += f"{fmt(va):>8}{fmt(vb):>8}{'-' if ratio is None else f'{ratio:.2f}':>7} "
         lines.append(f"{label:<27}{cells}")
+    sa, sb = a["llm_share"], b["llm_share"]
+    lines.append(f"{'LLM share of the wait':<27}{pct(sa['p50']):>8}{pct(sb['p50']):>8}{'':>7} "
+                 f"{pct(sa['p95']):>8}{pct(sb['p95']):>8}")  # fmt: skip
     qa, qb = a["quality"], b["quality"]
     lines.append("")
     for key, label in [

@@ -11,6 +11,10 @@ from pathlib import Path
 from voice.timeline import Event, Timeline
 
 
+class RunDirError(FileNotFoundError):
+    """A path that is not a run directory."""
+
+
 class RunLog:
     def __init__(self, out: str | Path, mirror=None):
         self.dir, self.mirror = Path(out), mirror
@@ -58,7 +62,7 @@ def read_run(path: str | Path) -> tuple[list[dict], dict]:
     path = Path(path)
     turns_file = path / "turns.jsonl"
     if not turns_file.is_file():
-        raise FileNotFoundError(f"{path} is not a run directory (no turns.jsonl)")
+        raise RunDirError(f"{path} is not a run directory (no turns.jsonl)")
     turns = [json.loads(line) for line in turns_file.read_text().splitlines() if line.strip()]
     summary_file = path / "summary.json"
     summary = json.loads(summary_file.read_text()) if summary_file.is_file() else {}

@@ -11,9 +11,12 @@ import asyncio
 import contextlib
 import sys
 
-from voice.pipeline import Call, Settings, Stages
+from voice.anchors import ANCHORS
+from voice.call import Call
 from voice.report import summarize
 from voice.runlog import RunLog
+from voice.settings import Settings
+from voice.stages import Stages
 from voice.timeline import Event, Timeline
 
 
@@ -28,14 +31,10 @@ def console(timeline: Timeline, out=sys.stdout):
         elif event.name == "turn_done":
             record = timeline.turns[event.turn]
             ms = record.ms()
-            fmt = lambda key: "-" if ms[key] is None else f"{ms[key]:.0f} ms"  # noqa: E731
+            shown = [f"{a.label} {'-' if ms[a.metric] is None else f'{ms[a.metric]:.0f} ms'}"
+                     for a in ANCHORS if a.console]  # fmt: skip
             print(f"agent:  {record.answer or '(' + (record.error or record.status) + ')'}", file=out)
-            print(
-                f"  endpoint {fmt('endpoint_ms')} · ASR {fmt('asr_ms')} · TTFAT {fmt('ttfat_ms')} · "
-                f"first useful audio {fmt('first_useful_audio_ms')}  [{record.status}]",
-                file=out,
-                flush=True,
-            )
+            print(f"  {' · '.join(shown)}  [{record.status}]", file=out, flush=True)
 
     return show
 

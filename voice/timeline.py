@@ -1,9 +1,10 @@
 """Where TTFAT is computed: one call's events on one monotonic clock, and the turn records derived
-from them (the timing contract of DESIGN.md §2).
+from them (the timing contract of DESIGN.md §2, the anchors of voice/anchors.py).
 
-Stages only *emit* events (`Timeline.emit`); everything measured is derived here, from `t0` — the end
-of the caller's last voiced frame, not the moment the endpointer decided. A turn that failed or was
-never answered keeps its status and whatever anchors it reached; it is never dropped.
+Stages only *emit* events (`Timeline.emit`); everything measured is derived here, from `t0`, the end
+of the caller's last voiced frame, not the moment the endpointer decided: every anchor's ms from t0
+(TTFAT is `ttfat_ms`), the stages of the wait, and the LLM's share of it (`TurnRecord.llm`). A turn that
+failed or was never answered keeps its status and whatever anchors it reached; it is never dropped.
 """
 
 from __future__ import annotations
@@ -11,41 +12,21 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import pairwise
 
-# Anchors in the order they must happen (a later one never precedes an earlier one in the chain).
-ANCHORS = (
-    "t0",
-    "endpoint",
-    "asr_final",
-    "llm_request",
-    "first_token",
-    "first_answer_token",
-    "first_useful_token",
-    "llm_done",
-)
-# Audio anchors hang off the text ones: (anchor, the anchors it must not precede).
-AUDIO_ORDER = {
-    "tts_first_audio": ("first_answer_token",),
-    "first_audio_heard": ("llm_request",),
-    "first_useful_audio_heard": ("first_useful_token", "first_audio_heard"),
-    "last_audio_heard": ("first_useful_audio_heard",),
-}
-# The metric name (ms from t0) of each anchor in turn records and reports.
-METRICS = {
-    "endpoint": "endpoint_ms",
-    "asr_final": "asr_ms",
-    "llm_request": "llm_request_ms",
-    "first_token": "first_token_ms",
-    "first_answer_token": "ttfat_ms",
-    "first_useful_token": "first_useful_token_ms",
-    "llm_done": "llm_done_ms",
-    "tts_first_audio": "tts_first_audio_ms",
-    "first_audio_heard": "first_audio_ms",
-    "first_useful_audio_heard": "first_useful_audio_ms",
-    "last_audio_heard": "complete_ms",
-}
+from voice.anchors import ANCHORS, BY_NAME, METRICS, STAGES
+
 STATUSES = ("ok", "timeout", "error", "no_answer")
+
+
+def stage_durations(metrics: dict) -> dict[str, float | None]:
+    """How long each stage of the wait took, from a record's ms-from-t0 metrics (None unless both its
+    ends were reached): the waterfall of voice/anchors.py."""
+    out = {}
+    for stage in STAGES:
+        start = 0.0 if stage.start is None else metrics.get(METRICS[stage.start])
+        end = metrics.get(METRICS[stage.end])
+        out[stage.key] = None if start is None or end is None else end - start
+    return out
 
 
 class CallClock:
@@ -89,33 +70,66 @@ class TurnRecord:
     answer: str = ""
     tool_calls: list[dict] = field(default_factory=list)
     anchors: dict[str, int] = field(default_factory=dict)  # anchor -> t_ns on the call's clock
+    llm_calls: list[dict] = field(default_factory=list)  # one per LLM request (llm.agent.LLMCall)
     info: dict = field(default_factory=dict)  # stage details kept in the record (speech span, reference)
 
-    def ms(self) -> dict[str, float | None]:
-        """Every metric in milliseconds from t0; None where the anchor was never reached."""
+    def _since_t0(self, anchor: str | None) -> float | None:
         t0 = self.anchors.get("t0")
+        if t0 is None or (anchor is not None and anchor not in self.anchors):
+            return None
+        return 0.0 if anchor is None else (self.anchors[anchor] - t0) / 1e6
+
+    def ms(self) -> dict[str, float | None]:
+        """Every anchor's metric in milliseconds from t0; None where the anchor was never reached."""
+        return {metric: self._since_t0(anchor) for anchor, metric in METRICS.items()}
+
+    def llm(self) -> dict:
+        """The LLM's part of the wait. `llm_ttfat_ms`: request -> first answer token of the call that
+        answered (what Pipecat calls TTFAT). `llm_wait_ms`: how long the caller waited on the LLM before
+        the first useful token (every tool-calling request until it ended, then the answering one until
+        its first useful token; tool runs excluded). `llm_share`: that wait over first useful audio
+        heard. Client-side times, so the HTTP overhead counts as the LLM's; `server_timings` says
+        whether the endpoint also reported its own (queue, prefill, forwards: see `llm_calls`)."""
+        calls = [{**c, "request_ms": self._ms_of(c.get("request_ns"))} for c in self.llm_calls]
+        answer = next((c for c in calls if c["answered"]), None)
+        useful, heard = self._since_t0("first_useful_token"), self._since_t0("first_useful_audio_heard")
+        wait = None
+        if answer is not None and useful is not None and answer["request_ms"] is not None:
+            before = [c["done_ms"] or 0.0 for c in calls if c["round"] < answer["round"]]
+            wait = sum(before) + useful - answer["request_ms"]
         return {
-            metric: None if t0 is None or anchor not in self.anchors else (self.anchors[anchor] - t0) / 1e6
-            for anchor, metric in METRICS.items()
+            "llm_ttfat_ms": answer and answer["first_content_ms"],
+            "llm_wait_ms": wait,
+            "llm_share": None if wait is None or not heard else round(wait / heard, 4),
+            "server_timings": any(c["server"] for c in calls) if calls else None,
+            "llm_calls": [{k: v for k, v in c.items() if k != "request_ns"} for c in calls],
         }
+
+    def _ms_of(self, t_ns: int | None) -> float | None:
+        t0 = self.anchors.get("t0")
+        return None if t0 is None or t_ns is None else round((t_ns - t0) / 1e6, 3)
 
     def order_violations(self) -> list[str]:
         """Anchors out of order: a bug in a stage or the clock, to be reported, never hidden."""
-        seen = [(a, self.anchors[a]) for a in ANCHORS if a in self.anchors]
-        problems = [f"{a} before {b}" for (b, tb), (a, ta) in pairwise(seen) if ta < tb]
-        for anchor, befores in AUDIO_ORDER.items():
-            for before in befores:
-                if (
-                    anchor in self.anchors
-                    and before in self.anchors
-                    and self.anchors[anchor] < self.anchors[before]
-                ):
-                    problems.append(f"{anchor} before {before}")
+        problems = []
+        for anchor in ANCHORS:
+            if anchor.name in self.anchors:
+                for before in self._reached_before(anchor.name):
+                    if self.anchors[anchor.name] < self.anchors[before]:
+                        problems.append(f"{anchor.name} before {before}")
         return problems
+
+    def _reached_before(self, name: str) -> set[str]:
+        """The nearest reached anchors that `name` may not precede (through unreached ones)."""
+        out = set()
+        for before in BY_NAME[name].after:
+            out |= {before} if before in self.anchors else self._reached_before(before)
+        return out
 
     def to_dict(self) -> dict:
         if self.status not in STATUSES:
             raise ValueError(f"turn status must be one of {STATUSES}, not {self.status!r}")
+        tools = sum(c["ms"] for c in self.tool_calls) if self.tool_calls else None
         return {
             "call": self.call,
             "turn": self.turn,
@@ -124,7 +138,10 @@ class TurnRecord:
             "transcript": self.transcript,
             "answer": self.answer,
             "tool_calls": self.tool_calls,
-            **self.ms(),
+            **(ms := self.ms()),
+            **stage_durations(ms),
+            "tool_ms": tools,
+            **self.llm(),
             "order_violations": self.order_violations(),
             **self.info,
         }
@@ -146,8 +163,10 @@ class Timeline:
         self.events.append(event)
         if turn >= 0:  # turn -1: events of the call itself (start, end)
             record = self.turns.setdefault(turn, TurnRecord(self.call, turn))
-            if name in METRICS or name == "t0":
+            if name in BY_NAME:
                 record.anchors.setdefault(name, event.t_ns)
+            elif name == "llm_call":
+                record.llm_calls.append(data)
         for observer in self.observers:
             observer(event)
         return event

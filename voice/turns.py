@@ -18,34 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from voice.audio import to_pcm16
-
-VAD_RATES = (8000, 16000, 32000, 48000)
-VAD_FRAME_MS = (10, 20, 30)
-
-
-@dataclass
-class VadConfig:
-    aggressiveness: int = 3  # 0 (keeps most audio as speech) .. 3 (most aggressive)
-    frame_ms: int = 30
-    start_ms: int = 150  # window that must be mostly voiced to start a turn
-    start_ratio: float = 0.8
-    end_ms: int = 300  # window that must be mostly unvoiced to end it (the hangover)
-    end_ratio: float = 0.9
-    pre_roll_ms: int = 300  # audio kept before the start, so the ASR hears the first syllable
-    max_turn_s: float = 30.0  # a turn longer than this is cut (one caller monologue, a stuck VAD)
-    tail_db: float = 25.0  # t0 refinement: speech ends where energy falls this far below its level
-    gate_db: float = 30.0  # frames this far below the caller's speech level are not speech (babble)
-    merge_ms: int = 800  # speech resuming within this after an endpoint may continue the turn
-
-    def validate(self, rate: int) -> None:
-        if rate not in VAD_RATES:
-            raise ValueError(f"webrtcvad takes sample rates {VAD_RATES}, not {rate} (resample first)")
-        if self.frame_ms not in VAD_FRAME_MS:
-            raise ValueError(f"webrtcvad takes frames of {VAD_FRAME_MS} ms, not {self.frame_ms}")
-        if not 0 <= self.aggressiveness <= 3:
-            raise ValueError(f"VAD aggressiveness must be 0..3, not {self.aggressiveness}")
-        if self.start_ms < self.frame_ms or self.end_ms < self.frame_ms:
-            raise ValueError("VAD start and end windows must hold at least one frame")
+from voice.settings import VadConfig
 
 
 @dataclass

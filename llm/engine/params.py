@@ -1,0 +1,75 @@
+"""Per-request decoding settings, resolved against a model in one place (`GenerationParams.resolve`)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from llm.engine.config import ModelConfig
+from llm.engine.errors import DecodingError
+
+CACHE_MODES = ("none", "prefix", "dual", "block")
+
+
+@dataclass
+class GenerationParams:
+    """How one request is decoded. `None` means "the model's default".
+
+    Commit rule: `threshold` (Fast-dLLM) if set, else `factor` if set, else a fixed number of steps
+    (LLaDA low-confidence remasking; `steps` over the whole canvas, split evenly over its blocks).
+    `gen_length` is the answer canvas for bidirectional models and the token budget for block models,
+    whose canvas grows one block at a time; either way it is rounded up to whole blocks (a server cuts
+    the reply at the client's `max_tokens` itself). Decoding stops once end-of-sequence is committed
+    with everything before it committed (`early_stop`).
+    """
+
+    gen_length: int = 64
+    block_length: int | None = None
+    steps: int | None = None
+    threshold: float | None = None
+    factor: float | None = None
+    cache: str | None = None
+    temperature: float = 0.0
+    seed: int | None = None
+    early_stop: bool = True
+    ignore_eos: bool = False  # keep decoding past end-of-sequence (benchmarks of fixed lengths)
+
+    def resolve(self, cfg: ModelConfig) -> GenerationParams:
+        """Fill model defaults and check the combination; raises DecodingError with a readable message."""
+        defaults = cfg.extra.get("generation", {})
+        block = cfg.attention == "block"
+        p = replace(self)
+        if p.block_length is None:
+            p.block_length = defaults.get("block_length", cfg.block_size if block else min(32, p.gen_length))
+        if p.cache is None:
+            p.cache = defaults.get("cache", "block" if block else "none")
+        if p.threshold is None and p.factor is None and p.steps is None:
+            p.threshold = defaults.get("threshold")
+            p.factor = defaults.get("factor")
+        if p.gen_length < 1 or p.block_length < 1:
+            raise DecodingError(
+                f"gen_length ({p.gen_length}) and block_length ({p.block_length}) must be positive"
+            )
+        p.gen_length = math.ceil(p.gen_length / p.block_length) * p.block_length
+        if p.steps is None:
+            p.steps = p.gen_length
+        blocks = p.gen_length // p.block_length
+        if p.steps < blocks or p.steps % blocks:
+            raise DecodingError(
+                f"steps {p.steps} must be a positive multiple of the number of blocks ({blocks})"
+            )
+        if p.cache not in CACHE_MODES:
+            raise DecodingError(f"cache must be one of {', '.join(CACHE_MODES)}, not {p.cache!r}")
+        if block and p.cache in ("prefix", "dual"):
+            raise DecodingError(
+                f"cache {p.cache!r} is for bidirectional models; block-diffusion models use 'block'"
+            )
+        if not block and p.cache == "block":
+            raise DecodingError("cache 'block' needs a block-diffusion model; use 'prefix' or 'dual'")
+        if p.threshold is not None and not 0.0 <= p.threshold <= 1.0:
+            raise DecodingError(f"threshold must be in [0, 1], not {p.threshold}")
+        if p.factor is not None and p.factor <= 0:
+            raise DecodingError(f"factor must be positive, not {p.factor}")
+        if p.temperature < 0:
+            raise DecodingError(f"temperature must be >= 0, not {p.temperature}")
+        return p

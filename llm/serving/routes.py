@@ -1,0 +1,91 @@
+"""The HTTP API over an `AsyncEngine`: `/v1/chat/completions` (streaming or not), `/v1/models`,
+`/health` (with the decoding the server applies when a request sets none) and Prometheus `/metrics`.
+The server never answers 500 for a client's mistake: bad input gets a 400 with a message."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import asdict
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from llm.engine.async_engine import AsyncEngine
+from llm.engine.params import GenerationParams
+from llm.serving.metrics import Metrics
+from llm.serving.reply import ReplyParser
+from llm.serving.requests import Limits, parse_request
+from llm.serving.streaming import collect_reply, reply_events, sse
+
+DECODING_KEYS = ("gen_length", "steps", "block_length", "threshold", "factor", "cache")
+
+
+def create_app(
+    engine: AsyncEngine, model_name: str, api_key: str | None = None, limits: Limits | None = None
+) -> FastAPI:
+    limits = limits or Limits()
+    metrics = Metrics(engine)
+    engine.on_step = metrics.batch.observe
+    tok = engine.engine.tokenizer
+    cfg = engine.engine.config
+    defaults = asdict(GenerationParams().resolve(cfg))
+    app = FastAPI(title="ttfat diffusion LLM server")
+
+    def error(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
+        metrics.requests.labels(str(status)).inc()
+        return JSONResponse({"error": {"message": message, "type": kind}}, status_code=status)
+
+    @app.get("/health")
+    async def health():
+        return {"status": "ok", "model": model_name, "running": len(engine.engine.running),
+                "waiting": len(engine.engine.waiting),
+                "decoding": {k: defaults[k] for k in DECODING_KEYS}}  # fmt: skip
+
+    @app.get("/v1/models")
+    async def models():
+        return {"object": "list", "data": [{"id": model_name, "object": "model", "owned_by": "ttfat"}]}
+
+    @app.get("/metrics")
+    async def prometheus():
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request):
+        start = time.monotonic_ns()
+        if api_key and request.headers.get("authorization") != f"Bearer {api_key}":
+            return error(401, "invalid or missing API key", "authentication_error")
+        if engine.open_requests >= limits.max_concurrent:
+            return error(
+                429, f"server is at its limit of {limits.max_concurrent} concurrent requests", "rate_limit"
+            )
+        try:
+            body = json.loads(await request.body())
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            return error(400, f"malformed JSON: {e}")
+        try:
+            req = parse_request(body, cfg, limits)
+            prompt = tok.encode_chat(req.messages, req.tools)
+        except (ValueError, KeyError, TypeError) as e:  # BadRequest is a ValueError
+            return error(400, str(e))
+        if len(prompt) > limits.max_prompt_tokens:
+            return error(400, f"prompt is {len(prompt)} tokens; the limit is {limits.max_prompt_tokens}")
+        rid = f"chatcmpl-{uuid.uuid4().hex[:16]}"
+        try:
+            chunks = engine.stream(prompt, req.params, rid)  # the engine has it before any byte goes back
+        except ValueError as e:
+            return error(400, str(e))
+        events = reply_events(chunks, ReplyParser(tok), len(prompt), req.max_tokens, start, metrics)
+        if req.stream:
+            return StreamingResponse(sse(events, rid, model_name), media_type="text/event-stream")
+        reply = await collect_reply(events, request.is_disconnected)
+        if reply is None:
+            return error(499, "client disconnected")
+        message, final = reply
+        return {"id": rid, "object": "chat.completion", "created": int(time.time()), "model": model_name,
+                "choices": [{"index": 0, "message": message, "finish_reason": final["finish_reason"]}],
+                "usage": final["usage"], "ttfat_timings": final["ttfat_timings"]}  # fmt: skip
+
+    return app

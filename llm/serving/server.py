@@ -1,0 +1,92 @@
+"""The server process: one model directory behind the OpenAI-compatible API (FastAPI on uvicorn with
+httptools and uvloop). `ttfat serve` runs it for a user; `python -m llm.serving.server --model DIR`
+is how other processes start it (`ServerProcess`). Both take the options of `add_arguments`, whose
+defaults are those of `ServerConfig` and `Limits`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from llm.serving.requests import Limits
+
+
+@dataclass
+class ServerConfig:
+    model: Path  # a checkpoint directory
+    name: str = ""  # the model id announced in /v1/models (default: the directory's name)
+    host: str = "127.0.0.1"
+    port: int = 8000
+    api_key: str | None = None
+    device: str | None = None  # default: cuda when available
+    dtype: str | None = None  # default: bfloat16 on CUDA, float32 on CPU
+    threads: int | None = None  # default: half the cores (the rest for the event loop, ASR and TTS)
+    max_batch: int = 16
+    limits: Limits = field(default_factory=Limits)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Every option but --model (its meaning differs: `ttfat serve` also takes bundled names)."""
+    p.add_argument("--name", help="model id announced in /v1/models (default: the model's name)")
+    p.add_argument("--host", default=ServerConfig.host, help="bind address (default %(default)s)")
+    p.add_argument("--port", type=int, default=ServerConfig.port, help="(default %(default)s)")
+    p.add_argument("--api-key", help="require 'Authorization: Bearer KEY'")
+    p.add_argument("--device", help="cuda or cpu (default: cuda when available)")
+    p.add_argument(
+        "--dtype",
+        choices=("float32", "bfloat16"),
+        help="weights and activations (default: bfloat16 on CUDA, float32 on CPU; on CPUs with AMX "
+        "bfloat16 makes batched steps cheaper, at answers not checked against the fp32 evaluation)",
+    )
+    p.add_argument(
+        "--threads",
+        type=int,
+        help="CPU threads for the model (default: half the cores, leaving the rest to the event loop and, "
+        "in a voice stack, to ASR and TTS on the same machine)",
+    )
+    p.add_argument("--max-batch", type=int, default=ServerConfig.max_batch,
+                   help="requests decoded together (default %(default)s)")  # fmt: skip
+    p.add_argument("--max-concurrent", type=int, default=Limits.max_concurrent,
+                   help="open requests before 429 (default %(default)s)")  # fmt: skip
+    p.add_argument("--max-tokens", type=int, default=Limits.max_tokens,
+                   help="largest max_tokens accepted (default %(default)s)")  # fmt: skip
+    p.add_argument("--max-prompt-tokens", type=int, default=Limits.max_prompt_tokens,
+                   help="longest prompt accepted (default %(default)s)")  # fmt: skip
+
+
+def config_from_args(args: argparse.Namespace, model: Path, name: str) -> ServerConfig:
+    limits = Limits(args.max_prompt_tokens, args.max_tokens, args.max_concurrent)
+    return ServerConfig(model, args.name or name, args.host, args.port, args.api_key, args.device,
+                        args.dtype, args.threads, args.max_batch, limits)  # fmt: skip
+
+
+def serve(config: ServerConfig) -> None:
+    import logging
+
+    import torch
+    import uvicorn
+
+    from llm.engine.async_engine import AsyncEngine
+    from llm.engine.engine import Engine
+    from llm.serving.routes import create_app
+
+    torch.set_num_threads(config.threads or max(1, (os.cpu_count() or 2) // 2))
+    dtype = config.dtype and getattr(torch, config.dtype)
+    engine = AsyncEngine(Engine(config.model, device=config.device, dtype=dtype, max_batch=config.max_batch))
+    app = create_app(engine, config.name or config.model.name, config.api_key, config.limits)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    uvicorn.run(app, host=config.host, port=config.port, log_level="warning")
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m llm.serving.server", description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", type=Path, required=True, help="checkpoint directory")
+    add_arguments(p)
+    args = p.parse_args(argv)
+    serve(config_from_args(args, args.model, args.model.name))
+
+
+if __name__ == "__main__":
+    main()

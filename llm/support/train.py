@@ -1,0 +1,298 @@
+"""Train the bundled support-line models: `python -m llm.support.train` (also `ttfat train`).
+
+Stage 1 (`--block-size 1`) trains an autoregressive model from scratch: next-token loss on the
+assistant's reply. Stage 2 (`--block-size 8 --init DIR`) adapts those weights to block diffusion,
+keeping the shift by one so the AR head is reused (the route of Dream and Fast-dLLM v2; block
+diffusion from scratch never learned to copy order numbers on this CPU, see DESIGN.md §6).
+
+A diffusion training sequence is [prompt | clean answer | noisy answer]: the clean and noisy copies
+share positions; the prompt is causal (so its keys equal the inference cache), clean block k sees the
+prompt and clean blocks <= k, noisy block k sees the prompt, clean blocks < k and itself. A masked
+token at answer offset o is predicted from the output at o - 1: the noisy copy's, or for a block's
+first token the clean copy's last token before it — exactly what the engine computes when decoding.
+With `--complementary` a second noisy copy masks exactly the tokens the first left visible.
+
+Every example starts with the same system prompt; its keys/values are computed once per batch and
+shared (exact: the prompt is causal), which halves the work on this 2-core CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from llm.engine.checkpoint import load_checkpoint, save_checkpoint
+from llm.engine.config import ModelConfig
+from llm.engine.model import Transformer
+from llm.engine.prefix_cache import common_prefix_len
+from llm.engine.tokenizer import Tokenizer
+from llm.support.bpe import save_tokenizer, train_tokenizer
+from llm.support.dataset import make_examples
+from llm.support.policy import SYSTEM_PROMPT
+
+
+@dataclass
+class TrainConfig:
+    out: Path
+    block_size: int = 1
+    init: Path | None = None
+    steps: int = 2000
+    batch_size: int = 32
+    lr: float = 6e-4
+    warmup: int = 50
+    weight_decay: float = 0.1
+    examples: int = 60000
+    seed: int = 0
+    hidden_size: int = 256
+    num_layers: int = 6
+    num_heads: int = 4
+    intermediate_size: int = 768
+    vocab_size: int = 1024
+    min_t: float = 0.05
+    complementary: bool = False
+    tokenizer_examples: int = 20000
+    save_every: int = 200
+    bf16: bool = True
+
+
+def render(tok: Tokenizer, messages: list[dict], target: dict) -> tuple[list[int], list[int]]:
+    prompt = tok.encode_chat(messages)
+    full = tok.encode_chat([*messages, target], add_generation_prompt=False)
+    assert full[: len(prompt)] == prompt, "chat template does not extend the prompt"
+    return prompt, full[len(prompt) :]
+
+
+def build_tokenizer(out: Path, seed: int, n: int = 20000) -> Tokenizer:
+    """Train the BPE on rendered training conversations (the template is needed to render them)."""
+    save_tokenizer(train_tokenizer([]), out, SYSTEM_PROMPT)  # the chat template, to render with
+    tok = Tokenizer(out)
+    texts = [
+        tok.apply_chat_template([*e.messages, e.target], add_generation_prompt=False)
+        for e in make_examples(n, seed=seed + 1000)
+    ]
+    save_tokenizer(train_tokenizer(texts), out, SYSTEM_PROMPT)
+    return Tokenizer(out)
+
+
+def common_prefix(seqs: list[list[int]]) -> int:
+    return min(common_prefix_len(tuple(seqs[0]), s) for s in seqs)
+
+
+class Batches:
+    """Encoded examples -> padded tensors for one stage (AR or block diffusion)."""
+
+    def __init__(self, pairs: list[tuple[list[int], list[int]]], cfg: ModelConfig, block: int, min_t: float,
+                 complementary: bool = False):  # fmt: skip
+        """`complementary`: a second noisy copy masks exactly what the first left visible, so every
+        answer token is trained on in every example (Fast-dLLM v2's complementary masks)."""
+        self.pairs, self.cfg, self.block, self.min_t = pairs, cfg, block, min_t
+        self.complementary = complementary
+        self.shared = common_prefix([p for p, _ in pairs]) - 1  # keep >= 1 own prompt token each
+        self.eos = cfg.eos_token_ids[0]
+
+    def make(self, idx: list[int], gen: torch.Generator) -> dict:
+        rows = [self._row(*self.pairs[i], gen) for i in idx]
+        n = max(len(r["ids"]) for r in rows)
+        b = len(rows)
+        s = self.shared
+        ids = torch.full((b, n), self.cfg.pad_token_id)
+        pos = torch.zeros((b, n), dtype=torch.long)
+        mask = torch.zeros((b, 1, n, s + n), dtype=torch.bool)
+        mask[:, 0, torch.arange(n), s + torch.arange(n)] = True  # padding rows see themselves
+        src = torch.zeros((b, n), dtype=torch.long)  # output row that predicts each label
+        labels = torch.full((b, n), -100)
+        for i, r in enumerate(rows):
+            m = len(r["ids"])
+            ids[i, :m], pos[i, :m] = r["ids"], r["pos"]
+            mask[i, 0, :m, :s] = True
+            mask[i, 0, :m, s : s + m] = r["mask"]
+            k = len(r["labels"])
+            src[i, :k], labels[i, :k] = r["src"], r["labels"]
+        return {"prefix": torch.tensor([self.pairs[0][0][:s]]), "ids": ids, "pos": pos, "mask": mask,
+                "src": src, "labels": labels}  # fmt: skip
+
+    def _row(self, prompt: list[int], answer: list[int], gen: torch.Generator) -> dict:
+        s, p = self.shared, len(prompt)
+        own = torch.tensor(prompt[s:])
+        if self.block == 1:  # autoregressive: causal over prompt + answer, next-token labels
+            seq = torch.tensor(prompt[s:] + answer)
+            m = len(seq)
+            return {
+                "ids": seq,
+                "pos": torch.arange(s, s + m),
+                "mask": torch.ones(m, m, dtype=torch.bool).tril(),
+                "src": torch.arange(len(own) - 1, m - 1),
+                "labels": torch.tensor(answer),
+            }
+        b = self.block
+        a = math.ceil(len(answer) / b) * b
+        clean = torch.tensor(answer + [self.eos] * (a - len(answer)))
+        t = torch.rand(a // b, generator=gen).clamp(min=self.min_t).repeat_interleave(b)
+        masked = torch.rand(a, generator=gen) < t
+        copies = [masked, ~masked] if self.complementary else [masked]
+        q = len(own)
+        noisy = [torch.where(m, self.cfg.mask_token_id, clean) for m in copies]
+        ids = torch.cat((own, clean, *noisy))
+        pos = torch.cat((torch.arange(s, p), *[torch.arange(p, p + a)] * (1 + len(copies))))
+        # prompt causal; clean block k sees prompt + clean <= k; noisy k sees prompt + clean < k + noisy k
+        blk = torch.arange(a) // b
+        m = q + (1 + len(copies)) * a
+        mask = torch.zeros(m, m, dtype=torch.bool)
+        mask[:q, :q] = torch.ones(q, q, dtype=torch.bool).tril()
+        mask[q:, :q] = True
+        mask[q : q + a, q : q + a] = blk[None, :] <= blk[:, None]
+        src, labels = [], []
+        for c, chosen in enumerate(copies):
+            lo = q + (1 + c) * a
+            mask[lo : lo + a, q : q + a] = blk[None, :] < blk[:, None]
+            mask[lo : lo + a, lo : lo + a] = blk[None, :] == blk[:, None]
+            offsets = torch.nonzero(chosen).flatten()
+            first = offsets % b == 0  # a block's first token is read from the clean copy
+            src.append(torch.where(first, q + offsets - 1, lo + offsets - 1))
+            labels.append(clean[offsets])
+        return {"ids": ids, "pos": pos, "mask": mask, "src": torch.cat(src), "labels": torch.cat(labels)}
+
+
+def batch_logits(model: Transformer, batch: dict) -> torch.Tensor:
+    """Logits [B, labels, V] at the labelled positions; the shared system prompt runs once per batch."""
+    prefix = batch["prefix"]
+    s = prefix.shape[1]
+    causal = torch.ones(s, s, dtype=torch.bool).tril()[None, None]
+    _, kv = model(prefix, torch.arange(s)[None], causal)
+    b = batch["ids"].shape[0]
+    past = [(k.expand(b, -1, -1, -1), v.expand(b, -1, -1, -1)) for k, v in kv]
+    hidden, _ = model(batch["ids"], batch["pos"], batch["mask"], past)
+    picked = hidden.gather(1, batch["src"][..., None].expand(-1, -1, hidden.shape[-1]))
+    return model.logits(picked)
+
+
+def batch_loss(model: Transformer, batch: dict) -> torch.Tensor:
+    logits = batch_logits(model, batch)
+    return F.cross_entropy(logits.flatten(0, 1), batch["labels"].flatten(), ignore_index=-100)
+
+
+def new_model_config(tc: TrainConfig, tok: Tokenizer) -> ModelConfig:
+    ids = {t: tok.token_to_id(t) for t in ("<|mask|>", "<|eos|>", "<|pad|>")}
+    return ModelConfig(
+        vocab_size=tok.vocab_size,
+        hidden_size=tc.hidden_size,
+        num_layers=tc.num_layers,
+        num_heads=tc.num_heads,
+        num_kv_heads=tc.num_heads,
+        intermediate_size=tc.intermediate_size,
+        mask_token_id=ids["<|mask|>"],
+        eos_token_ids=[ids["<|eos|>"]],
+        pad_token_id=ids["<|pad|>"],
+        attention="block",
+        block_size=1,
+        shift_logits=True,
+        max_position=1024,
+    )
+
+
+def train(tc: TrainConfig) -> Path:
+    torch.manual_seed(tc.seed)
+    random.seed(tc.seed)
+    tc.out.mkdir(parents=True, exist_ok=True)
+    if tc.init is not None:
+        ckpt = load_checkpoint(tc.init, device="cpu", dtype=torch.float32)
+        model, tok = ckpt.model.train(), ckpt.tokenizer
+        for name in ("tokenizer.json", "tokenizer_config.json"):
+            (tc.out / name).write_bytes((tc.init / name).read_bytes())
+    else:
+        tok = build_tokenizer(tc.out, tc.seed, tc.tokenizer_examples)
+        model = Transformer(new_model_config(tc, tok))
+        for p in model.parameters():
+            if p.dim() > 1:
+                torch.nn.init.normal_(p, std=0.02)
+    cfg = model.config
+    cfg.block_size = tc.block_size
+    cfg.extra["generation"] = {"threshold": 0.9} if tc.block_size > 1 else {}
+    examples = make_examples(tc.examples, seed=tc.seed)
+    pairs = [render(tok, e.messages, e.target) for e in examples]
+    batches = Batches(pairs, cfg, tc.block_size, tc.min_t, tc.complementary)
+    opt = torch.optim.AdamW(model.parameters(), lr=tc.lr, weight_decay=tc.weight_decay, betas=(0.9, 0.95))
+    state_file = tc.out / "train_state.pt"
+    step = 0
+    if state_file.exists():  # resume
+        state = torch.load(state_file, weights_only=False)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        step = state["step"]
+    gen = torch.Generator().manual_seed(tc.seed + step)
+    order = random.Random(tc.seed)
+    log = (tc.out / "train_log.jsonl").open("a")  # noqa: SIM115 (closed below)
+    started = time.monotonic()
+    bar = tqdm(total=tc.steps, initial=step, desc=f"train block={tc.block_size}", unit="step")
+    while step < tc.steps:
+        lr = tc.lr * min(1.0, (step + 1) / tc.warmup) * 0.5 * (1 + math.cos(math.pi * step / tc.steps))
+        for group in opt.param_groups:
+            group["lr"] = lr
+        idx = [order.randrange(len(pairs)) for _ in range(tc.batch_size)]
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=tc.bf16):
+            loss = batch_loss(model, batches.make(idx, gen))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        step += 1
+        bar.update(1)
+        bar.set_postfix(loss=f"{loss.item():.4f}")
+        log.write(json.dumps({"step": step, "loss": round(loss.item(), 5), "lr": lr}) + "\n")
+        if step % tc.save_every == 0 or step == tc.steps:
+            torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step}, state_file)
+            save_checkpoint(model, tc.out)
+            log.flush()
+    bar.close()
+    log.close()
+    info = {
+        "block_size": tc.block_size,
+        "steps": step,
+        "seconds_this_run": round(time.monotonic() - started, 1),
+        "threads": torch.get_num_threads(),
+        "device": "cpu",
+        "init": str(tc.init) if tc.init else None,
+        "lr": tc.lr,
+        "examples": tc.examples,
+        "seed": tc.seed,
+        "complementary": tc.complementary,
+    }
+    (tc.out / "train_info.json").write_text(json.dumps(info, indent=2) + "\n")
+    return tc.out
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m llm.support.train", description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", type=Path, required=True, help="output dir (resumes from train_state.pt)")
+    p.add_argument("--block-size", type=int, default=1, help="1 = autoregressive twin; 8 = block diffusion")
+    p.add_argument("--init", type=Path, help="start from this checkpoint (the AR model for stage 2)")
+    for name in ("steps", "batch_size", "examples", "seed", "save_every"):
+        p.add_argument(f"--{name.replace('_', '-')}", type=int, default=getattr(TrainConfig, name))
+    p.add_argument("--lr", type=float, default=TrainConfig.lr)
+    p.add_argument("--fp32", action="store_true", help="no bf16 autocast")
+    p.add_argument(
+        "--complementary", action="store_true", help="diffusion: train on both a mask and its complement"
+    )
+    p.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
+    a = p.parse_args(argv)
+    torch.set_num_threads(a.threads)
+    tc = TrainConfig(
+        out=a.out, block_size=a.block_size, init=a.init, steps=a.steps, batch_size=a.batch_size,
+        examples=a.examples, seed=a.seed, save_every=a.save_every, lr=a.lr, bf16=not a.fp32,
+        complementary=a.complementary,
+    )  # fmt: skip
+    train(tc)
+
+
+if __name__ == "__main__":
+    main()

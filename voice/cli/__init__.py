@@ -1,0 +1,65 @@
+"""The `ttfat` command: one module per subcommand, each with `add_parser` (its options, whose defaults
+come from the dataclasses they set) and `run` (the work, imported when the command runs, so `--help`
+stays fast and the voice process never loads what it does not use)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from voice.cli import (
+    ask,
+    bench_llm,
+    collect,
+    compare,
+    eval_llm,
+    generate,
+    replay,
+    report,
+    serve,
+    talk,
+    train,
+)
+
+COMMANDS = (replay, report, compare, talk, collect, serve, ask, generate, bench_llm, eval_llm, train)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ttfat",
+        description="Measure how long a caller waits for a useful answer from a voice agent built on a "
+        "local diffusion LLM, and how much of that wait is the model. Start with: ttfat replay recordings/",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in COMMANDS:
+        command.add_parser(sub)
+    return parser
+
+
+def user_errors() -> tuple[type[Exception], ...]:
+    """The project's own errors: each message says what to do, so they print as one line. Anything else
+    is a bug and keeps its traceback. (All torch-free modules.)"""
+    from asr.whisper import AsrModelError
+    from llm.engine.errors import CheckpointError, DecodingError
+    from llm.serving.process import ServerStartError
+    from llm.support.models import ModelNotFound
+    from tts.piper import VoiceError
+    from voice.audio import AudioError
+    from voice.live import AudioDeviceError
+    from voice.replay import ManifestError
+    from voice.runlog import RunDirError
+    from voice.settings import SettingsError
+
+    return (AsrModelError, CheckpointError, DecodingError, ServerStartError, ModelNotFound, VoiceError,
+            AudioError, AudioDeviceError, ManifestError, RunDirError, SettingsError)  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except Exception as e:
+        if not isinstance(e, user_errors()):
+            raise
+        print(f"ttfat: {e}", file=sys.stderr)
+        return 2

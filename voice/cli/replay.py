@@ -1,0 +1,58 @@
+"""`ttfat replay`: call recordings through the voice pipeline, with the TTFAT report."""
+
+from __future__ import annotations
+
+import argparse
+
+from voice.cli.stack import add_mode_args, add_stack_args, open_stack, settings_from_args
+
+
+def add_parser(sub) -> None:
+    from voice.mqtt import add_mqtt_args
+
+    p = sub.add_parser(
+        "replay",
+        help="replay call recordings through the voice pipeline and report TTFAT",
+        description="Replay recordings (files, folders, manifests; WAV FLAC MP3 OGG, any rate, mono or "
+        "stereo) through turn detection, ASR, the agent on the LLM server, TTS and a simulated speaker, and "
+        "write turns.jsonl, events.jsonl and summary.json. A file that cannot be read, a turn the detector "
+        "missed or a call with no speech is recorded as a failed turn; the run goes on. "
+        "Example: ttfat replay recordings/ --mode fast",
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="audio files, folders or manifest.jsonl files")
+    add_mode_args(p)
+    p.add_argument("--concurrency", type=int, default=1, help="calls replayed at once (default %(default)s)")
+    p.add_argument("--out", help="run directory (default runs/replay-DATE-TIME)")
+    p.add_argument("--channel", default="auto", help="caller channel of stereo files: auto (loudest), 0, 1")
+    p.add_argument("--html", metavar="FILE", help="also write the HTML report (waterfall, CDFs)")
+    add_stack_args(p)
+    add_mqtt_args(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+    import contextlib
+    import time
+    from pathlib import Path
+
+    from voice.cli.report import write_html
+    from voice.mqtt import publisher_from_args
+    from voice.replay import find_calls
+    from voice.replay import run as replay
+    from voice.report import text_report
+
+    channel = args.channel if args.channel == "auto" else int(args.channel)
+    calls = find_calls(args.paths, channel)
+    settings = settings_from_args(args, args.mode, playback_latency_ms=args.playback_latency_ms)
+    out = Path(args.out or time.strftime("runs/replay-%Y%m%d-%H%M%S"))
+    with contextlib.ExitStack() as stack:
+        stages, env = open_stack(args, stack, settings, mode=args.mode, concurrency=args.concurrency,
+                                 inputs=args.paths)  # fmt: skip
+        publisher = publisher_from_args(args, out.name, env)  # None without --mqtt
+        summary = asyncio.run(replay(calls, stages, settings, out, args.concurrency, env, publisher))
+    print(text_report(summary))
+    if args.html:
+        write_html(out, args.html, summary)
+    print(f"\nrun directory: {out}  (ttfat report {out} --html report.html)")
+    return 0
