@@ -85,7 +85,7 @@ def main() -> None:
     turns = [json.loads(line) for line in (Path(args.out) / "turns.jsonl").read_text().splitlines()]
     ok = [t for t in turns if t["status"] == "ok"]
     stage = {
-        f"{s.label} ({s.start or 't0'} -> {s.end})": [t[s.key] for t in ok if t[s.key] is not None]
+        s.label: [t[s.key] for t in ok if t[s.key] is not None]
         for s in STAGES if s.end != "last_audio_heard"
     }  # fmt: skip
     print(f"\nstage times over {len(ok)} answered turns (what first useful audio heard is made of):")
@@ -93,7 +93,7 @@ def main() -> None:
         show(name, values)
     print(f"dominant stage: {max(stage, key=lambda k: statistics.median(stage[k]))}")
     share = [100 * t["llm_share"] for t in ok if t.get("llm_share") is not None]
-    show("LLM share of first useful audio heard (%)", share)
+    show("LLM share of first useful audio heard", share, "%")
     per_turn = [v / 1e6 for (call, turn), v in emit_ns.items() if turn >= 0]
     handoff = [t["llm_request_ms"] - t["asr_ms"] for t in turns if t.get("llm_request_ms") is not None]
     print("\npipeline overhead per turn:")
@@ -110,9 +110,9 @@ def main() -> None:
     )
 
 
-def show(name: str, values: list[float]) -> None:
+def show(name: str, values: list[float], unit: str = "ms") -> None:
     p50, p95 = statistics.median(values), percentile(values, 95)
-    print(f"  {name:<42} p50 {p50:8.2f} ms   p95 {p95:8.2f} ms   max {max(values):8.2f} ms")
+    print(f"  {name:<42} p50 {p50:8.2f} {unit:<2}   p95 {p95:8.2f} {unit:<2}   max {max(values):8.2f} {unit}")
 
 
 if __name__ == "__main__":

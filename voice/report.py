@@ -15,7 +15,7 @@ import re
 import textwrap
 
 from voice.anchors import ANCHORS, HEADLINE, STAGES
-from voice.timeline import STATUSES, stage_durations
+from voice.timeline import STATUSES, stage_durations, tool_ms
 
 INF = float("inf")
 # Rows of the latency table: every reported anchor, measured from t0.
@@ -42,8 +42,12 @@ def percentile(values: list[float], p: float) -> float:
 
 
 def value(turn: dict, key: str) -> float | None:
+    """A turn's figure; stages and tool time are derived from the anchors and tool calls, so that runs
+    recorded before a stage was named report it too."""
     stages = stage_durations(turn)
-    return stages[key] if key in stages else turn.get(key)
+    if key in stages:
+        return stages[key]
+    return tool_ms(turn.get("tool_calls") or []) if key == "tool_ms" else turn.get(key)
 
 
 def metric_values(turns: list[dict], key: str) -> list[float]:

@@ -18,6 +18,11 @@ from voice.anchors import ANCHORS, BY_NAME, METRICS, STAGES
 STATUSES = ("ok", "timeout", "error", "no_answer")
 
 
+def tool_ms(tool_calls: list[dict]) -> float | None:
+    """Time spent running tools in a turn (None: it made no tool call)."""
+    return sum(c["ms"] for c in tool_calls) if tool_calls else None
+
+
 def stage_durations(metrics: dict) -> dict[str, float | None]:
     """How long each stage of the wait took, from a record's ms-from-t0 metrics (None unless both its
     ends were reached): the waterfall of voice/anchors.py."""
@@ -129,7 +134,6 @@ class TurnRecord:
     def to_dict(self) -> dict:
         if self.status not in STATUSES:
             raise ValueError(f"turn status must be one of {STATUSES}, not {self.status!r}")
-        tools = sum(c["ms"] for c in self.tool_calls) if self.tool_calls else None
         return {
             "call": self.call,
             "turn": self.turn,
@@ -140,7 +144,7 @@ class TurnRecord:
             "tool_calls": self.tool_calls,
             **(ms := self.ms()),
             **stage_durations(ms),
-            "tool_ms": tools,
+            "tool_ms": tool_ms(self.tool_calls),
             **self.llm(),
             "order_violations": self.order_violations(),
             **self.info,

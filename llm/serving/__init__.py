@@ -1,0 +1,1 @@
+"""The engine behind an OpenAI-compatible HTTP API, and the client side of any such API."""

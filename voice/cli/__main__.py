@@ -1,3 +1,5 @@
+"""`python -m voice.cli` is `ttfat`."""
+
 import sys
 
 from voice.cli import main
