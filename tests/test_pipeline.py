@@ -232,9 +232,11 @@ def test_a_filler_is_spoken_only_when_useful_words_are_late(models, useful_after
 
 def test_a_pause_mid_sentence_continues_the_turn(tmp_path, models, server):
     """Half a second of silence ends a turn (the end window is 300 ms), but the caller goes on before
-    the agent speaks: the answer under way is dropped and the turn spans both parts."""
+    the agent is heard: the answer under way is dropped and the turn spans both parts. (Played as on a
+    phone line with 400 ms of output latency: without any, whether the agent's first words are heard
+    before the caller goes on 250 ms after the endpoint is a race with the speed of the pipeline.)"""
     path = speech_file(models, tmp_path / "p.wav", ["where is my order", "one zero two eight"], gap_s=0.5)
-    turns, _, out = replay(tmp_path, models, server, [path])
+    turns, _, out = replay(tmp_path, models, server, [path], mode="realtime", playback_latency_ms=400)
     assert len(turns) == 1 and turns[0]["turn"] == 0
     assert_complete(turns[0])
     assert "1028" in turns[0]["transcript"].replace(" ", "") or "one zero two eight" in turns[0]["transcript"]
