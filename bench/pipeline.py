@@ -1,13 +1,13 @@
-"""Realtime replay of recordings/ with the bundled defaults: first useful audio heard p50/p95 (targets
-<= 1000 / 1500 ms), TTFAT, the stages of the wait and the LLM's share of it, and the pipeline's own
-overhead per turn and memory.
+"""Realtime replay through the whole pipeline, the serial one and the overlapped one side by side, and
+what each lever of the overlap gives on its own (issue 19): first useful audio heard p50/p95 (targets
+<= 450 / 800 ms on recordings/, <= 500 / 900 ms on calls made of the human clips of ../shared), the
+stages of the wait, quality beside latency (WER, tool calls, answer facts, turns cut mid-sentence),
+wasted speculative work and CPU time per turn, and the pipeline's own overhead and memory.
 
-Overhead is what the pipeline adds on top of the stages: the time spent emitting and logging events
-(measured around every `Timeline.emit`), the hand-off from transcript to LLM request, and event-loop
-lag (how late a 10 ms ticker wakes up while calls run). The voice process's peak resident memory is
-its own: the LLM server runs in a process of its own.
+    python bench/pipeline.py [--calls recordings|human] [--configs serial overlapped ...] [--mode fast]
 
-    python bench/pipeline.py [--mode realtime|fast] [--concurrency N] [--llm-model bundled|bundled-ar]
+A turn is cut mid-sentence when the agent is heard before the caller's reference turn has ended. CPU
+time is the voice process's and the LLM server's together, over the whole run, per turn.
 """
 
 from __future__ import annotations
@@ -15,11 +15,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import platform
 import resource
 import statistics
 import sys
+import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
+
+import numpy as np
+import soundfile as sf
 
 from asr.whisper import Transcriber
 from llm.serving.client import OpenAIChat
@@ -28,14 +35,58 @@ from llm.support.models import model_dir, served_name
 from llm.support.tools import store_agent
 from tts.piper import Synthesizer
 from voice.anchors import STAGES
+from voice.audio import RATE, load_audio
+from voice.endpointing import SmartTurn
 from voice.environment import environment
 from voice.replay import find_calls, run
-from voice.report import percentile, text_report
+from voice.report import percentile
 from voice.settings import Settings
 from voice.stages import Stages
 from voice.timeline import Timeline
 
+SERIAL = Settings().serial()
+# name -> (settings, ASR window); each lever alone on top of the serial pipeline, and all of them.
+CONFIGS = {
+    "serial": (SERIAL, "full"),
+    "asr auto window": (SERIAL, "auto"),
+    "speculative asr": (replace(SERIAL, speculate=True), "full"),
+    "+ preempted answer": (replace(SERIAL, speculate=True, preempt=True), "full"),
+    "first clause first": (replace(SERIAL, first_clause_first=True), "full"),
+    "words end turns": (replace(SERIAL, speculate=True, words_end_turns=True), "auto"),
+    "smart turn": (replace(SERIAL, smart_turn=True), "full"),
+    "overlapped": (Settings(), "auto"),
+}
+HUMAN = ("ps__goforward", "ps__cards_001", "ps__cards_002", "ps__cards_003", "ps__cards_004", "ps__cards_005",
+         "ps__forever_input_2", "sr__english", "wfw__turn_on_the_living_room_lamp", "gcs__brooklyn_audio",
+         "gcs__brooklyn_silence_padding", "gas__whattimeisit")  # fmt: skip
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "speech"
+
 emit_ns: dict[tuple[str, int], int] = {}
+
+
+def human_calls(out: Path, per_call: int = 4, gap_s: float = 4.0) -> list[str]:
+    """Calls of the twelve real human questions and commands of ../shared (never copied into the
+    project: written to a temporary folder), `per_call` to a call with `gap_s` of silence between,
+    and their manifest (speech spans where the clip is above 1% of full scale)."""
+    clips = {json.loads(line)["file"].split("/")[-1].removesuffix(".flac"): json.loads(line)
+             for line in (SHARED / "manifest.jsonl").read_text().splitlines()}  # fmt: skip
+    lines = []
+    for c in range(0, len(HUMAN), per_call):
+        parts, turns, at = [np.zeros(RATE, np.float32)], [], 1.0
+        for name in HUMAN[c : c + per_call]:
+            audio = load_audio(SHARED / clips[name]["file"]).samples
+            loud = np.flatnonzero(np.abs(audio) > 0.01)
+            start, end = (loud[0], loud[-1]) if len(loud) else (0, len(audio))
+            span = {"speech_start_s": at + start / RATE, "speech_end_s": at + end / RATE}
+            text = clips[name]["transcript"]
+            turns.append({"turn": len(turns), "text": text, **span, "expected_tool": None, "facts": []})
+            parts += [audio, np.zeros(int(gap_s * RATE), np.float32)]
+            at += (len(audio) + gap_s * RATE) / RATE
+        name = f"human{c // per_call + 1}"
+        sf.write(out / f"{name}.wav", np.concatenate(parts), RATE)
+        lines.append(json.dumps({"call": name, "file": f"{name}.wav", "turns": turns}))
+    (out / "manifest.jsonl").write_text("\n".join(lines) + "\n")
+    return [str(out)]
 
 
 def timed_emit(original):
@@ -64,55 +115,118 @@ async def with_lag_probe(work, lags: list[float]):
         task.cancel()
 
 
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cut_mid_sentence(turn: dict) -> bool:
+    """The agent was heard before the caller's reference turn had ended."""
+    ref, heard = turn.get("reference"), turn.get("first_audio_ms")
+    return bool(ref) and heard is not None and turn["speech_end_s"] + heard / 1e3 < ref["speech_end_s"] - 0.05
+
+
+def replay_config(name, paths, server, pid, parts, args) -> dict:
+    settings, window = CONFIGS[name]
+    transcriber, synthesizer, turn_model = parts
+    transcriber.window = window
+    stages = Stages(transcriber, store_agent(OpenAIChat(server)), synthesizer, turn_model)
+    out = Path(args.out) / name.replace(" ", "-").replace("+", "plus")
+    lags: list[float] = []
+    emit_ns.clear()
+    cpu = time.process_time(), cpu_s(pid)
+    env = environment(mode=args.mode, config=name, asr_window=window)
+    summary = asyncio.run(
+        with_lag_probe(run(find_calls(paths), stages, replace(settings, mode=args.mode), out, 1, env), lags)
+    )
+    turns = [json.loads(line) for line in (out / "turns.jsonl").read_text().splitlines()]
+    cpu_ms = ((time.process_time() - cpu[0]) * 1e3, (cpu_s(pid) - cpu[1]) * 1e3)
+    waste = [t.get("discarded") or {} for t in turns]
+    per_turn = [v / 1e6 for (_, turn), v in emit_ns.items() if turn >= 0]
+    wasted = {
+        k: sum(w.get(k, 0) for w in waste) / len(turns) for k in ("asr_runs", "asr_ms", "llm_runs", "llm_ms")
+    }
+    return {"summary": summary, "turns": turns, "lags": lags, "cpu_ms": [c / len(turns) for c in cpu_ms],
+            "waste": wasted, "emit_ms": statistics.median(per_turn) if per_turn else 0.0}  # fmt: skip
+
+
+def fmt(v: float | None) -> str:
+    return "-" if v is None else "inf" if v == float("inf") else f"{v:.0f}"
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--calls", choices=["recordings", "human"], default="recordings")
+    ap.add_argument("--configs", nargs="+", choices=list(CONFIGS), default=list(CONFIGS))
     ap.add_argument("--mode", default="realtime", choices=["realtime", "fast"])
-    ap.add_argument("--concurrency", type=int, default=1)
     ap.add_argument("--llm-model", default="bundled")
     ap.add_argument("--out", default="runs/bench-pipeline")
     args = ap.parse_args()
     Timeline.emit = timed_emit(Timeline.emit)
-    calls = find_calls(["recordings"])
-    settings = Settings(args.mode)
-    lags: list[float] = []
-    with ServerProcess(model_dir(args.llm_model), served_name(args.llm_model)) as url:
-        stages = Stages(Transcriber(), store_agent(OpenAIChat(url)), Synthesizer())
-        env = environment(mode=args.mode, concurrency=args.concurrency, llm_model=args.llm_model)
-        summary = asyncio.run(
-            with_lag_probe(run(calls, stages, settings, Path(args.out), args.concurrency, env), lags)
-        )
-    print(text_report(summary))
-    turns = [json.loads(line) for line in (Path(args.out) / "turns.jsonl").read_text().splitlines()]
-    ok = [t for t in turns if t["status"] == "ok"]
-    stage = {
-        s.label: [t[s.key] for t in ok if t[s.key] is not None]
-        for s in STAGES if s.end != "last_audio_heard"
-    }  # fmt: skip
-    print(f"\nstage times over {len(ok)} answered turns (what first useful audio heard is made of):")
-    for name, values in stage.items():
-        show(name, values)
-    print(f"dominant stage: {max(stage, key=lambda k: statistics.median(stage[k]))}")
-    share = [100 * t["llm_share"] for t in ok if t.get("llm_share") is not None]
-    show("LLM share of first useful audio heard", share, "%")
-    per_turn = [v / 1e6 for (call, turn), v in emit_ns.items() if turn >= 0]
-    handoff = [t["llm_request_ms"] - t["asr_ms"] for t in turns if t.get("llm_request_ms") is not None]
-    print("\npipeline overhead per turn:")
-    show("events emitted and logged", per_turn)
-    show("transcript -> LLM request", handoff)
-    show("event-loop lag (10 ms ticker)", lags)
-    total = statistics.median(per_turn) + statistics.median(handoff)
-    print(f"  total (events + hand-off), p50 {total:.2f} ms (target <= 5 ms)")
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"  voice process peak memory {rss:.0f} MiB (torch loaded: {'torch' in sys.modules})")
-    m = summary["metrics"]["first_useful_audio_ms"]
-    print(
-        f"\nfirst useful audio heard: p50 {m['p50']} ms (target <= 1000), p95 {m['p95']} ms (target <= 1500)"
+    tmp = Path(tempfile.mkdtemp(prefix="ttfat-human-"))
+    paths = human_calls(tmp) if args.calls == "human" else ["recordings"]
+    print(f"# pipeline bench: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
+          f"{args.calls} calls, {args.mode} replay, the bundled models (ASR tiny.en int8)")  # fmt: skip
+    parts = (
+        Transcriber(),
+        Synthesizer(),
+        SmartTurn() if any(CONFIGS[c][0].smart_turn for c in args.configs) else None,
     )
+    results = {}
+    process = ServerProcess(model_dir(args.llm_model), served_name(args.llm_model))
+    with process as url:
+        pid = process.proc.pid
+        for name in args.configs:
+            results[name] = replay_config(name, paths, url, pid, parts, args)
+            m = results[name]["summary"]["metrics"]["first_useful_audio_ms"]
+            print(
+                f"  {name}: first useful audio heard p50 {fmt(m['p50'])} ms, p95 {fmt(m['p95'])} ms",
+                file=sys.stderr,
+            )
+    report(results)
 
 
-def show(name: str, values: list[float], unit: str = "ms") -> None:
-    p50, p95 = statistics.median(values), percentile(values, 95)
-    print(f"  {name:<42} p50 {p50:8.2f} {unit:<2}   p95 {p95:8.2f} {unit:<2}   max {max(values):8.2f} {unit}")
+def report(results: dict) -> None:
+    base = results.get("serial")
+    print(f"\n{'':<20}{'first useful audio':>20}{'TTFAT':>12}   {'quality (%)':<26}{'wasted per turn':>24}"
+          f"{'CPU ms/turn':>14}")  # fmt: skip
+    print(f"{'config':<20}{'p50':>6}{'p95':>6}{'/serial':>8}{'p50':>6}{'p95':>6}   {'WER':>5}{'tools':>6}"
+          f"{'facts':>6}"
+          f"{'cut':>5}{'   ASR runs/ms  LLM runs/ms':>28}{'voice + LLM':>14}")  # fmt: skip
+    for name, r in results.items():
+        print(row(name, r, base))
+    print(f"\nstages of the wait, p50 / p95 ms (ok turns){'':<2}" + "".join(f"{n[:16]:>18}" for n in results))
+    for stage in STAGES[:-1]:
+        cells = ""
+        for r in results.values():
+            v = [t[stage.key] for t in r["turns"] if t["status"] == "ok" and t.get(stage.key) is not None]
+            cells += f"{fmt(statistics.median(v)) + ' / ' + fmt(percentile(v, 95)) if v else '-':>18}"
+        print(f"  {stage.label:<43}{cells}")
+    for name, r in results.items():
+        share = [100 * t["llm_share"] for t in r["turns"] if t.get("llm_share") is not None]
+        s, lags = r["summary"], r["lags"]
+        print(f"\n{name}: {s['turns']} turns, success {100 * s['success_rate']:.1f}%; LLM share p50 "
+              f"{statistics.median(share) if share else 0:.1f}%; events {r['emit_ms']:.2f} ms/turn; "
+              f"event loop lag p50 {statistics.median(lags):.2f} / p95 {percentile(lags, 95):.2f} ms")  # fmt: skip
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"\nvoice process peak memory {rss:.0f} MiB (torch loaded: {'torch' in sys.modules})")
+
+
+def row(name: str, r: dict, base: dict | None) -> str:
+    metrics, q, w = r["summary"]["metrics"], r["summary"]["quality"], r["waste"]
+    useful, ttfat = metrics["first_useful_audio_ms"], metrics["ttfat_ms"]
+    ratio = ""
+    if base:
+        b = base["summary"]["metrics"]["first_useful_audio_ms"]
+        ratio = f"{useful['p50'] / b['p50']:.2f}"
+    pct = lambda v: "-" if v is None else f"{100 * v:.1f}"  # noqa: E731
+    cut = sum(cut_mid_sentence(t) for t in r["turns"])
+    waste = f"{w['asr_runs']:.2f} / {w['asr_ms']:3.0f}  {w['llm_runs']:.2f} / {w['llm_ms']:3.0f}"
+    return (f"{name:<20}{fmt(useful['p50']):>6}{fmt(useful['p95']):>6}{ratio:>8}{fmt(ttfat['p50']):>6}"
+            f"{fmt(ttfat['p95']):>6}   {pct(q['wer']):>5}{pct(q['tool_call_accuracy']):>6}"
+            f"{pct(q['fact_accuracy']):>6}"
+            f"{cut:>5}{waste:>28}{r['cpu_ms'][0]:>8.0f} + {r['cpu_ms'][1]:.0f}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -92,7 +92,11 @@ def test_realtime_replay_of_a_recorded_call_end_to_end(tmp_path, models, server)
         assert turn["first_useful_audio_ms"] >= turn["first_useful_token_ms"] >= turn["ttfat_ms"] > 0
     events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
     names = [e["event"] for e in events if e["turn"] == 0]
-    assert names[:4] == ["speech_start", "t0", "endpoint", "asr_final"] and names.count("turn_done") == 1
+    assert names[0] == "speech_start" and names.count("turn_done") == 1 and names[-1] == "turn_done"
+    # the transcript was made in the silence and kept at the endpoint, with the answer started on it
+    assert names.index("asr_spec_start") < names.index("endpoint") < names.index("attempt_kept"), names
+    assert "asr_spec_final" in names and names.index("attempt_kept") < names.index("asr_final")
+    assert all(t["speculative"] for t in turns)
     assert summary["success_rate"] == 1.0 and summary["metrics"]["ttfat_ms"]["n"] == 2
     assert (out / "summary.json").is_file()
 
@@ -211,17 +215,23 @@ def test_a_filler_is_spoken_only_when_useful_words_are_late(models, useful_after
     from voice.audio import SimulatedSpeaker
     from voice.chunker import Clause
     from voice.speaking import Speaking
-    from voice.timeline import CallClock, Timeline
+    from voice.timeline import CallClock, Timeline, TurnLog
 
     timeline = Timeline("f", CallClock())
     stages = Stages(None, None, models[1])
 
     async def speak() -> list:
-        speaking = Speaking(timeline, 0, stages.speak, SimulatedSpeaker(clock=timeline.clock), 400)
+        gate = asyncio.Event()
+        gate.set()
+        speaking = Speaking(
+            TurnLog(timeline, 0), stages.speak, SimulatedSpeaker(clock=timeline.clock), 400, gate
+        )
         speaking.say(Clause("Let me check that.", timeline.clock(), 0, True))
+        speaking.not_the_answer(0)  # the LLM call made a tool call
         if useful_after_ms is not None:
             await asyncio.sleep(useful_after_ms / 1e3)
             speaking.say(Clause("It is in stock.", timeline.clock(), 1, False))
+            speaking.answer_is(1)  # the next call ended without one: it is the answer
         return await speaking.finish()
 
     spoken = [s.clause.text for s in asyncio.run(speak())]

@@ -7,7 +7,7 @@ import pytest
 
 from voice.audio import RATE, load_audio
 from voice.replay import find_calls
-from voice.turns import TurnDetector, VadConfig
+from voice.turns import Turn, TurnDetector, VadConfig
 
 
 def detect(samples: np.ndarray, config: VadConfig | None = None) -> list:
@@ -19,7 +19,7 @@ def detect(samples: np.ndarray, config: VadConfig | None = None) -> list:
         turn = detector.push(samples[i * n : (i + 1) * n])
         if detector.resuming:
             detector.resume()
-        if turn:
+        if isinstance(turn, Turn):
             turns = turns[:-1] + [turn] if turn.continues else [*turns, turn]
     if last := detector.flush():
         turns = turns[:-1] + [last] if last.continues else [*turns, last]

@@ -3,7 +3,9 @@ live console, the benchmarks and the tests all read.
 
 Each anchor is an event on the call's clock; its `metric` is its time in ms from t0 (the end of the
 caller's last voiced frame) in turn records and reports. `after` names the anchors it may never
-precede when both happened (an absent one is skipped: its own `after` count instead). `stage` names
+precede when both happened (an absent one is skipped: its own `after` count instead); in a turn whose
+answer was started before the endpoint (`speculative`), `speculative_after` replaces it, so the text
+anchors may precede the endpoint while the audio ones never do. `stage` names
 the stage of the wait that ends at this anchor: consecutive stage anchors cut a turn's wait into the
 waterfall that says where the time went (the first stage, endpoint, is the endpoint delay itself).
 """
@@ -22,6 +24,7 @@ class Anchor:
     stage: tuple[str, str] | None = None  # (key, label) of the stage that ends here
     reported: bool = True  # a row of the report's latency table
     console: bool = False  # shown per turn in `ttfat talk`
+    speculative_after: tuple[str, ...] | None = None  # `after` in a turn answered speculatively
 
 
 ANCHORS: tuple[Anchor, ...] = (
@@ -37,6 +40,7 @@ ANCHORS: tuple[Anchor, ...] = (
         stage=("asr_stage_ms", "ASR"),
         reported=False,
         console=True,
+        speculative_after=("t0",),  # a transcript of the silence before the endpoint (DESIGN.md §2)
     ),
     Anchor("llm_request", "llm_request_ms", "LLM request", ("asr_final",), reported=False),
     Anchor("first_token", "first_token_ms", "first token", ("llm_request",)),

@@ -9,15 +9,17 @@ own server process, so one stage's compute does not stall the event loop that ti
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 import numpy as np
 
 from voice.audio import RATE, RecordingSource, SimulatedSpeaker
+from voice.endpointing import goes_on
 from voice.settings import Settings
 from voice.stages import Source, Speaker, Stages
 from voice.timeline import CallClock, Timeline
-from voice.turns import Turn, TurnDetector
+from voice.turns import Pause, Resume, Turn, TurnDetector
 from voice.turntaking import TurnTaking
 
 
@@ -43,23 +45,40 @@ class Call:
         self.history: list[dict] = []  # the conversation so far, as the agent sees it
         self.turns = TurnTaking(self)
         self.source: Source | None = None
+        self.detector: TurnDetector | None = None
+        self.judging: asyncio.Task | None = None  # the turn model, on the last pause
+        self.moment = 0  # counts the detector's events: a judgement of an older moment is stale
+
+    @property
+    def busy(self) -> bool:
+        """Work is under way (fast replay never skips time under it)."""
+        return self.turns.busy or bool(self.judging and not self.judging.done())
 
     def at(self, sample: int) -> int:
         """When caller sample `sample` was captured, on the call's clock."""
         return self.source.origin_ns + sample * 1_000_000_000 // RATE
 
     async def run(self, source: Source | None = None) -> Timeline:
-        detector = TurnDetector(RATE, self.settings.vad)
+        self.detector = detector = TurnDetector(RATE, self.settings.vad)
         self.source = source or RecordingSource(
             self.samples, detector.frame_len, self.timeline.clock, self.settings.mode == "fast",
-            busy=lambda: self.turns.busy,
+            busy=lambda: self.busy,
         )  # fmt: skip
         self.timeline.emit(-1, "call_start")
         try:
             async for frame in self.source.frames():
                 was_in_turn = detector.in_turn
-                if turn := detector.push(frame):
-                    self.turns.ended(turn)
+                event = detector.push(frame)
+                if event is not None:
+                    self.moment += 1
+                if isinstance(event, Turn):
+                    self.turns.ended(event)
+                elif isinstance(event, Pause):
+                    self.turns.paused(event)
+                    self._judge(event)
+                    self._listen()
+                elif isinstance(event, Resume):
+                    self.turns.resumed()
                 elif detector.in_turn and not was_in_turn:
                     await self.turns.speech_started(detector)
             if turn := detector.flush():
@@ -69,3 +88,41 @@ class Call:
             await self.turns.cancel_all()
             self.timeline.emit(-1, "call_end", turns=len(self.turns.tasks))
         return self.timeline
+
+    def _listen(self) -> None:
+        """When the pause's transcript reads like the start of a turn, give the turn a longer end
+        window (voice/endpointing.py: goes_on)."""
+        attempt = self.turns.attempt
+        if not (self.settings.words_end_turns and attempt):
+            return
+        moment = self.moment
+
+        def heard(transcript) -> None:
+            if moment == self.moment and self.detector.in_turn and goes_on(transcript.text):
+                self.detector.wait_longer(self.settings.incomplete_end_ms)
+                self.timeline.emit(attempt.turn, "turn_judged", by="words", goes_on=True)
+
+        attempt.heard.append(heard)
+
+    def _judge(self, pause: Pause) -> None:
+        """Ask the turn model whether the caller is done: end the turn now, or give it a longer end
+        window. Its answer counts only if nothing happened since the pause."""
+        model = self.stages.turn_model
+        if not (self.settings.smart_turn and model):
+            return
+        moment, started = self.moment, self.timeline.clock()
+
+        async def judge() -> None:
+            complete = await asyncio.to_thread(model.complete, pause.audio)
+            if moment != self.moment or not self.detector.in_turn:
+                return
+            index = len(self.turns.tasks) - self.turns.continuing
+            ms = round((self.timeline.clock() - started) / 1e6, 1)
+            self.timeline.emit(index, "turn_judged", by="smart turn", complete=round(complete, 3), ms=ms)
+            self.moment += 1
+            if complete >= self.settings.complete_at:
+                self.turns.ended(self.detector.end_now())
+            else:
+                self.detector.wait_longer(self.settings.incomplete_end_ms)
+
+        self.judging = asyncio.create_task(judge())

@@ -3,9 +3,10 @@ line takes its defaults from them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 MODES = ("realtime", "fast")
+LEVERS = ("speculate", "preempt", "first_clause_first", "words_end_turns", "smart_turn")  # off: serial
 VAD_RATES = (8000, 16000, 32000, 48000)
 VAD_FRAME_MS = (10, 20, 30)
 
@@ -24,6 +25,7 @@ class VadConfig:
     start_ratio: float = 0.8
     end_ms: int = 300  # window that must be mostly unvoiced to end it (the hangover)
     end_ratio: float = 0.9
+    pause_ms: int = 60  # unvoiced this long within a turn, the caller may be done: speculation starts
     pre_roll_ms: int = 300  # audio kept before the start, so the ASR hears the first syllable
     max_turn_s: float = 30.0  # a turn longer than this is cut (one caller monologue, a stuck VAD)
     tail_db: float = 25.0  # t0 refinement: speech ends where energy falls this far below its level
@@ -52,10 +54,26 @@ class Settings:
     min_clause_words: int = 4  # a clause ends at , ; : only once it has this many words
     filler_grace_ms: float = 400.0  # a filler is spoken only if no useful words follow within this
     barge_in: bool = True  # caller speech during an answer stops playback and cancels the answer
+    # The overlapped pipeline's levers (all off: the serial pipeline, `--serial`)
+    speculate: bool = True  # transcribe what was said when the caller falls silent, before the endpoint
+    preempt: bool = True  # and answer that transcript then (heard only once the turn is declared over)
+    first_clause_first: bool = True  # hold words until their LLM call shows it answers (no filler ahead)
+    words_end_turns: bool = True  # words that read like the start of a turn ("Okay.") get a longer end window
+    smart_turn: bool = False  # on a pause, a turn model ends complete turns and waits on incomplete ones
+    complete_at: float = 0.5  # the turn model's probability of a complete turn that ends it
+    incomplete_end_ms: int = 600  # the end window of a turn that is likely to go on
 
     def validate(self) -> None:
         if self.mode not in MODES:
             raise SettingsError(f"replay mode must be one of {MODES}, not {self.mode!r}")
         if self.turn_timeout_s <= 0:
             raise SettingsError("the turn timeout must be positive")
+        if (self.preempt or self.words_end_turns) and not self.speculate:
+            raise SettingsError(
+                "preempting the answer, or ending turns by their words, needs speculative ASR"
+            )
+
+    def serial(self) -> Settings:
+        """The same settings with every lever of the overlapped pipeline off."""
+        return replace(self, **dict.fromkeys(LEVERS, False))
         self.vad.validate(16000)

@@ -2,12 +2,16 @@
 anchors emitted the moment they are known.
 
 A clause belongs to one LLM call (its `round`); only the last call's clauses are the answer, and which
-call is the last is known when it ends without a tool call (`answer_is`). So each answer anchor is
-emitted as soon as both are known: the answer's round, and the clause it hangs on being produced
-(first_useful_token), synthesized (tts_first_audio) or heard (first_useful_audio_heard).
+call is the last is known when it ends without a tool call (`answer_is`) or makes one
+(`not_the_answer`). So each answer anchor is emitted as soon as both are known: the answer's round,
+and the clause it hangs on being produced (first_useful_token), synthesized (tts_first_audio) or
+heard (first_useful_audio_heard). Nothing is played before `gate` opens (the endpoint): an answer
+started early is synthesized early and heard on time.
 
-A filler ("Let me look up that order.") covers a wait; when useful words follow within the grace
-period there is no wait to cover, and speaking it would only delay them.
+A filler ("Let me look up that order.", or anything said before a tool call) covers a wait; when
+useful words follow within the grace period there is no wait to cover, and speaking it would only
+delay them. With `hold_undecided`, words whose call has not yet shown whether it answers are held
+for that grace period too, so a garbled filler is not spoken ahead of the answer behind it.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ from dataclasses import dataclass
 
 from voice.chunker import Clause
 from voice.stages import Speaker, Speech
-from voice.timeline import Timeline
+from voice.timeline import TurnLog
+
+SHOWN = object()  # on the queue: an LLM call showed whether it answers
 
 
 @dataclass
@@ -30,17 +36,20 @@ class Spoken:
 
 
 class Speaking:
-    """`say(clause)` as clauses come, `answer_is(round)` once the answer's LLM call is known, then
-    `await finish()`: it returns once everything said has been heard (live, or lived replay)."""
+    """`say(clause)` as clauses come, `answer_is(round)` / `not_the_answer(round)` as the LLM's calls
+    show what they are, then `await finish()`: it returns once everything said has been heard (live, or
+    lived replay)."""
 
-    def __init__(self, timeline: Timeline, turn: int, speak: Callable[[str], Awaitable[Speech]],
-                 speaker: Speaker, filler_grace_ms: float):  # fmt: skip
-        self.timeline, self.turn, self.speak, self.speaker = timeline, turn, speak, speaker
+    def __init__(self, log: TurnLog, speak: Callable[[str], Awaitable[Speech]], speaker: Speaker,
+                 filler_grace_ms: float, gate: asyncio.Event, hold_undecided: bool = True):  # fmt: skip
+        self.log, self.speak, self.speaker, self.gate = log, speak, speaker, gate
         self.grace_ns = int(filler_grace_ms * 1e6)
-        self.queue: asyncio.Queue[Clause | None] = asyncio.Queue()
+        self.hold_undecided = hold_undecided
+        self.queue: asyncio.Queue = asyncio.Queue()  # clauses, SHOWN, and None at the end
         self.said: list[Clause] = []
         self.spoken: list[Spoken] = []
         self.answer_round: int | None = None
+        self.tool_rounds: set[int] = set()
         self.task = asyncio.create_task(self._speak())
 
     def say(self, clause: Clause) -> None:
@@ -49,7 +58,12 @@ class Speaking:
 
     def answer_is(self, round_: int) -> None:
         self.answer_round = round_
+        self.queue.put_nowait(SHOWN)
         self._answer_anchors()
+
+    def not_the_answer(self, round_: int) -> None:
+        self.tool_rounds.add(round_)
+        self.queue.put_nowait(SHOWN)
 
     async def finish(self) -> list[Spoken]:
         self.queue.put_nowait(None)
@@ -58,53 +72,76 @@ class Speaking:
     def cancel(self) -> None:
         self.task.cancel()
 
+    def kind(self, clause: Clause) -> str:
+        """useful, filler, or undecided (its call may still turn out to be a tool call's lead-in)."""
+        if clause.filler or clause.round in self.tool_rounds:
+            return "filler"
+        if clause.round == self.answer_round or not self.hold_undecided:
+            return "useful"
+        return "undecided"
+
     def _answer_anchors(self) -> None:
-        """Emit each answer anchor that has become known (the timeline keeps the first of each)."""
+        """Emit each answer anchor that has become known (each once)."""
         if self.answer_round is None:
             return
-        emit, turn = self.timeline.emit, self.turn
         useful = next((c for c in self.said if c.round == self.answer_round and not c.filler), None)
-        if useful and not self._has("first_useful_token"):
-            emit(turn, "first_useful_token", t_ns=useful.first_token_ns)
+        if useful:
+            self._once("first_useful_token", useful.first_token_ns)
         answer = [s for s in self.spoken if s.clause.round == self.answer_round]
-        if answer and not self._has("tts_first_audio"):
-            emit(turn, "tts_first_audio", t_ns=answer[0].ready_ns)
+        if answer:
+            self._once("tts_first_audio", answer[0].ready_ns)
         heard = next((s for s in answer if not s.clause.filler), None)
-        if heard and not self._has("first_useful_audio_heard"):
-            emit(turn, "first_useful_audio_heard", t_ns=heard.heard_ns)
+        if heard:
+            self._once("first_useful_audio_heard", heard.heard_ns)
 
-    def _has(self, anchor: str) -> bool:
-        return anchor in self.timeline.turns[self.turn].anchors
+    def _once(self, anchor: str, t_ns: int) -> None:
+        if anchor not in self.log.record.anchors:
+            self.log.emit(anchor, t_ns=t_ns)
 
     async def _speak(self) -> list[Spoken]:
-        emit, clock, pending = self.timeline.emit, self.timeline.clock, deque()
+        clock, pending = self.log.timeline.clock, deque()
         end = 0
         while (clause := pending.popleft() if pending else await self.queue.get()) is not None:
-            if clause.filler and self.grace_ns and await self._useful_words_follow(clause, pending):
-                emit(self.turn, "filler_skipped", text=clause.text)
+            if clause is SHOWN:
+                continue
+            if self.grace_ns and not await self._worth_speaking(clause, pending):
+                self.log.emit("filler_skipped", text=clause.text)
                 continue
             speech = await self.speak(clause.text)
             ready = clock()
-            start, end = await self.speaker.play(speech, ready)
+            await self.gate.wait()
+            start, end = await self.speaker.play(speech, clock())
             if not self.spoken:
-                emit(self.turn, "first_audio_heard", t_ns=start)
-            emit(self.turn, "clause", t_ns=ready, text=clause.text, filler=clause.filler, heard_ns=start)
+                self.log.emit("first_audio_heard", t_ns=start)
+            self.log.emit("clause", t_ns=ready, text=clause.text, filler=clause.filler, heard_ns=start)
             self.spoken.append(Spoken(clause, ready, start))
             self._answer_anchors()
         if self.spoken:
             await self.speaker.drain(end)  # live: the turn lasts until heard, so a barge-in can cut it
-            emit(self.turn, "last_audio_heard", t_ns=end)
+            self.log.emit("last_audio_heard", t_ns=end)
         return self.spoken
 
-    async def _useful_words_follow(self, filler: Clause, pending: deque) -> bool:
-        """Wait up to the grace period after the filler's first token for useful words (or the end)."""
-        deadline = filler.first_token_ns + self.grace_ns
-        while not any(c is None or not c.filler for c in pending):
-            left = deadline - self.timeline.clock()
-            if left <= 0:
-                break
-            try:
-                pending.append(await asyncio.wait_for(self.queue.get(), left / 1e9))
-            except TimeoutError:
-                break
-        return any(c is not None and not c.filler for c in pending)
+    async def _worth_speaking(self, clause: Clause, pending: deque) -> bool:
+        """Useful words are spoken at once. A filler, or words not yet known to be useful, waits up to
+        the grace period after its first token: a filler is dropped if useful words come meanwhile, and
+        spoken if none do (it covers the wait); undecided words are spoken once known to be useful."""
+        deadline = clause.first_token_ns + self.grace_ns
+        while True:
+            kind = self.kind(clause)
+            if kind == "useful":
+                return True
+            if any(c is not None and self.kind(c) == "useful" for c in pending):
+                return kind == "undecided"  # a filler is dropped; an undecided clause comes first
+            left = deadline - self.log.timeline.clock()
+            if left <= 0 or None in pending:
+                return True  # nothing useful is on its way: say it, it covers the wait
+            await self._next_change(pending, left / 1e9)
+
+    async def _next_change(self, pending: deque, timeout_s: float) -> None:
+        """Wait for the next clause or for a call to show what it is, at most `timeout_s`."""
+        try:
+            item = await asyncio.wait_for(self.queue.get(), timeout_s)
+        except TimeoutError:
+            return
+        if item is not SHOWN:
+            pending.append(item)

@@ -6,6 +6,7 @@ of a run share. Real implementations: `asr.whisper.Transcriber`, `llm.agent.Agen
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Protocol
@@ -21,8 +22,14 @@ class Transcript(Protocol):
 
 
 class Transcriber(Protocol):
-    def transcribe(self, audio: np.ndarray) -> Transcript:
-        """16 kHz mono float32 -> the words (blocking; the pipeline runs it in a worker thread)."""
+    """16 kHz mono float32 -> the words, in one pass or two (a second, surer one when the first asks for
+    it; asr/whisper.py). Blocking: the pipeline runs each pass in a worker thread."""
+
+    def first_pass(self, audio: np.ndarray) -> Transcript: ...
+
+    def needs_second_pass(self, first: Transcript) -> bool: ...
+
+    def second_pass(self, audio: np.ndarray, first: Transcript) -> Transcript: ...
 
 
 class Agent(Protocol):
@@ -66,17 +73,40 @@ class Source(Protocol):
     def frames(self) -> AsyncIterator[np.ndarray]: ...
 
 
-class Stages:
-    """ASR, agent and TTS, shared by all calls of a run. Each model runs one job at a time in a worker
-    thread; waiting for it counts in that stage's time."""
+class TurnModel(Protocol):
+    def complete(self, audio: np.ndarray) -> float:
+        """The probability that the caller has finished the turn (blocking; run in a worker thread)."""
 
-    def __init__(self, transcriber: Transcriber, agent: Agent, synthesizer: Synthesizer):
+
+class Stages:
+    """ASR, agent and TTS (and the turn model, when there is one), shared by all calls of a run. Each
+    model runs one job at a time in a worker thread; waiting for it counts in that stage's time."""
+
+    def __init__(self, transcriber: Transcriber, agent: Agent, synthesizer: Synthesizer,
+                 turn_model: TurnModel | None = None):  # fmt: skip
         self.transcriber, self.agent, self.synthesizer = transcriber, agent, synthesizer
+        self.turn_model = turn_model
         self.asr_lock, self.tts_lock = asyncio.Lock(), asyncio.Lock()
 
-    async def transcribe(self, audio: np.ndarray) -> Transcript:
+    async def transcribe(
+        self,
+        audio: np.ndarray,
+        started: asyncio.Event | None = None,
+        stop: threading.Event | None = None,
+        on_first: Callable[[Transcript], None] | None = None,
+    ) -> Transcript:
+        """The words of `audio`. `started` is set once the ASR has the model (until then, cancelling
+        drops the job unrun); a set `stop` skips a second pass; `on_first` sees the first pass's words
+        when a second pass follows."""
         async with self.asr_lock:
-            return await asyncio.to_thread(self.transcriber.transcribe, audio)
+            if started:
+                started.set()
+            first = await asyncio.to_thread(self.transcriber.first_pass, audio)
+            if not self.transcriber.needs_second_pass(first) or (stop and stop.is_set()):
+                return first
+            if on_first:
+                on_first(first)
+            return await asyncio.to_thread(self.transcriber.second_pass, audio, first)
 
     async def speak(self, text: str) -> Speech:
         async with self.tts_lock:
@@ -86,12 +116,16 @@ class Stages:
         """Run each stage once outside any turn (first calls load models and fill caches) and say how
         long each took: warm-up is excluded from the results and reported, never silent."""
         times = {}
-        for name, work in [
-            ("asr", lambda: self.transcribe(np.zeros(RATE, np.float32))),
+        silence = np.zeros(RATE, np.float32)
+        work = [
+            ("asr", lambda: self.transcribe(silence)),
             ("tts", lambda: self.speak("Hello.")),
             ("llm", lambda: self.agent.turn("hello")),
-        ]:
+        ]
+        if self.turn_model:
+            work.append(("turn model", lambda: asyncio.to_thread(self.turn_model.complete, silence)))
+        for name, job in work:
             start = time.perf_counter()
-            await work()
+            await job()
             times[name] = round((time.perf_counter() - start) * 1e3, 1)
         return times

@@ -24,13 +24,19 @@ def tool_ms(tool_calls: list[dict]) -> float | None:
 
 
 def stage_durations(metrics: dict) -> dict[str, float | None]:
-    """How long each stage of the wait took, from a record's ms-from-t0 metrics (None unless both its
-    ends were reached): the waterfall of voice/anchors.py."""
-    out = {}
+    """How much of the wait each stage took, from a record's ms-from-t0 metrics (None unless both its
+    ends were reached): the waterfall of voice/anchors.py. A stage starts where the wait has got to, so
+    work done ahead (a transcript ready before the endpoint) takes none of it."""
+    out, reached = {}, 0.0
     for stage in STAGES:
         start = 0.0 if stage.start is None else metrics.get(METRICS[stage.start])
         end = metrics.get(METRICS[stage.end])
-        out[stage.key] = None if start is None or end is None else end - start
+        if start is None or end is None:
+            out[stage.key] = None
+        else:
+            start = max(start, reached)
+            out[stage.key] = max(end, start) - start
+        reached = reached if end is None else max(reached, end)
     return out
 
 
@@ -126,10 +132,18 @@ class TurnRecord:
 
     def _reached_before(self, name: str) -> set[str]:
         """The nearest reached anchors that `name` may not precede (through unreached ones)."""
-        out = set()
-        for before in BY_NAME[name].after:
+        anchor, out = BY_NAME[name], set()
+        after = (self.info.get("speculative") and anchor.speculative_after) or anchor.after
+        for before in after:
             out |= {before} if before in self.anchors else self._reached_before(before)
         return out
+
+    def apply(self, name: str, t_ns: int, data: dict) -> None:
+        """What an event means for the record: the first time of an anchor counts, an LLM call is kept."""
+        if name in BY_NAME:
+            self.anchors.setdefault(name, t_ns)
+        elif name == "llm_call":
+            self.llm_calls.append(data)
 
     def to_dict(self) -> dict:
         if self.status not in STATUSES:
@@ -166,11 +180,45 @@ class Timeline:
         event = Event(self.call, turn, name, self.clock() if t_ns is None else t_ns, data)
         self.events.append(event)
         if turn >= 0:  # turn -1: events of the call itself (start, end)
-            record = self.turns.setdefault(turn, TurnRecord(self.call, turn))
-            if name in BY_NAME:
-                record.anchors.setdefault(name, event.t_ns)
-            elif name == "llm_call":
-                record.llm_calls.append(data)
+            self.turns.setdefault(turn, TurnRecord(self.call, turn)).apply(name, event.t_ns, data)
         for observer in self.observers:
             observer(event)
         return event
+
+
+class TurnLog:
+    """Where one attempt at answering a turn writes: its events and its record. A held log (an answer
+    started before the endpoint) keeps both aside, on a record of its own, until `release()` replays its
+    events into the timeline, in order and at their own times, and hands its fields to the turn's
+    record; a discarded attempt leaves nothing in the turn's record. A log that is not held writes
+    through at once."""
+
+    FIELDS = ("status", "error", "transcript", "answer", "tool_calls")
+
+    def __init__(self, timeline: Timeline, turn: int, held: bool = False):
+        self.timeline, self.turn = timeline, turn
+        self.held: list[tuple[str, int, dict]] | None = [] if held else None
+        self.scratch = TurnRecord(timeline.call, turn)
+
+    @property
+    def record(self) -> TurnRecord:
+        if self.held is not None:
+            return self.scratch
+        return self.timeline.turns.setdefault(self.turn, TurnRecord(self.timeline.call, self.turn))
+
+    def emit(self, name: str, t_ns: int | None = None, **data) -> None:
+        if self.held is None:
+            self.timeline.emit(self.turn, name, t_ns, **data)
+            return
+        t_ns = self.timeline.clock() if t_ns is None else t_ns
+        self.held.append((name, t_ns, data))
+        self.scratch.apply(name, t_ns, data)
+
+    def release(self) -> None:
+        held, self.held = self.held or [], None
+        record = self.record
+        for field_name in self.FIELDS:
+            setattr(record, field_name, getattr(self.scratch, field_name))
+        record.info.update(self.scratch.info)
+        for name, t_ns, data in held:
+            self.timeline.emit(self.turn, name, t_ns, **data)

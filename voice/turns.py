@@ -33,13 +33,30 @@ class Turn:
     continues: bool = False  # it is the previous turn resumed after a short pause (see `resume`)
 
 
+@dataclass
+class Pause:
+    """The caller fell silent `pause_ms` into a turn that has not ended: a chance to start on it."""
+
+    audio: np.ndarray  # pre-roll + speech + the silence so far
+    end: int  # end of the last voiced frame so far (the VAD's, before t0 refinement)
+
+
+@dataclass
+class Resume:
+    """Speech came back after a Pause, before the endpoint: what was started on the pause is stale."""
+
+    at: int  # the voiced frame's end
+
+
 def frame_db(x: np.ndarray) -> np.ndarray:
     return 10 * np.log10(np.mean(np.square(x, dtype=np.float64), axis=-1) + 1e-12)
 
 
 class TurnDetector:
-    """Feed frames in order with `push(frame)`; it returns a Turn when one ends. `flush()` ends a turn
-    still open when the audio runs out.
+    """Feed frames in order with `push(frame)`; it returns a Turn when one ends, a Pause when the caller
+    falls silent within a turn and a Resume when speech comes back before the endpoint. `flush()` ends
+    a turn still open when the audio runs out; `end_now()` ends it at once (a turn model says it is
+    complete) and `wait_longer(ms)` stretches the end window of this turn (it says it is not).
 
     A caller who pauses mid-sentence longer than the end window gets an endpoint too early. When speech
     starts again within `merge_ms` of that endpoint, `resuming` is true: the pipeline may call
@@ -58,6 +75,8 @@ class TurnDetector:
         n_end = self.config.end_ms // self.config.frame_ms
         self.window: deque[bool] = deque(maxlen=n_start)
         self.tail: deque[bool] = deque(maxlen=n_end)
+        self.pause_frames = max(1, self.config.pause_ms // self.config.frame_ms)
+        self.silent = 0  # unvoiced frames in a row, within a turn
         n_pre = self.config.pre_roll_ms // self.config.frame_ms
         self.history: deque[np.ndarray] = deque(maxlen=n_start + n_pre)
         self.pos = 0  # samples consumed
@@ -68,7 +87,7 @@ class TurnDetector:
         self.last: Turn | None = None  # the last turn, and every frame since, for `resume`
         self.since_last: list[np.ndarray] = []
 
-    def push(self, frame: np.ndarray) -> Turn | None:
+    def push(self, frame: np.ndarray) -> Turn | Pause | Resume | None:
         """One frame of float32 samples in [-1, 1] (exactly frame_ms long)."""
         if len(frame) != self.frame_len:
             raise ValueError(f"a VAD frame must be {self.frame_len} samples, not {len(frame)}")
@@ -98,13 +117,34 @@ class TurnDetector:
             return None
         self.frames.append(frame)
         self.tail.append(voiced)
+        event = None
         if voiced:
-            self.last_voiced_end = self.pos
-        ended = len(self.tail) == self.tail.maxlen and self.tail.count(False) >= self.config.end_ratio * len(
-            self.tail
+            event = Resume(self.pos) if self.silent >= self.pause_frames else None
+            if event and self.tail.maxlen != self.config.end_ms // self.config.frame_ms:
+                self.wait_longer(self.config.end_ms)  # what was judged on the pause no longer holds
+            self.silent, self.last_voiced_end = 0, self.pos
+        else:
+            self.silent += 1
+            if self.silent == self.pause_frames:
+                event = Pause(np.concatenate(self.frames), self.last_voiced_end)
+        ended = (  # mostly unvoiced, and not on a voiced frame: that is speech coming back
+            not voiced
+            and len(self.tail) == self.tail.maxlen
+            and self.tail.count(False) >= self.config.end_ratio * len(self.tail)
         )
         cut = self.pos - self.start >= self.config.max_turn_s * self.rate
-        return self._end(cut=cut and not ended) if ended or cut else None
+        return self._end(cut=cut and not ended) if ended or cut else event
+
+    def end_now(self) -> Turn:
+        """End the turn under way here (its t0 refined as at any endpoint)."""
+        if not self.in_turn:
+            raise RuntimeError("end_now() needs a turn under way")
+        return self._end(cut=False)
+
+    def wait_longer(self, end_ms: int) -> None:
+        """Make this turn's end window `end_ms` long (back to the configured one when speech resumes or
+        the next turn starts)."""
+        self.tail = deque(self.tail, maxlen=max(1, end_ms // self.config.frame_ms))
 
     def resume(self) -> None:
         """Make the turn just started the continuation of the last one (only while `resuming`)."""
@@ -137,8 +177,10 @@ class TurnDetector:
     def _end(self, cut: bool) -> Turn:
         audio = np.concatenate(self.frames)
         end = self.pos if cut else self._refine_end(audio)
-        turn = Turn(self.start, end, self.pos, audio, cut, self.continues)
+        turn = Turn(int(self.start), int(end), self.pos, audio, cut, self.continues)
         self.in_turn = self.resuming = self.continues = False
+        self.silent = 0
+        self.tail = deque(maxlen=self.config.end_ms // self.config.frame_ms)
         self.window.clear()
         self.history.clear()
         self.frames, self.last, self.since_last = [], None if cut else turn, []

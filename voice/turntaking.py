@@ -1,17 +1,19 @@
 """Turn taking: each turn the detector ends becomes one task that answers it (voice/answer.py), and
 speech that starts while a turn is under way is either the same turn going on after a pause (merge) or
-the caller cutting the agent off (barge-in). A turn that fails, times out or is cut keeps its record
-and says why; nothing is dropped."""
+the caller cutting the agent off (barge-in). With speculation, a turn's answer may have started on a
+pause before its endpoint (voice/speculation.py): kept at the endpoint, dropped if speech came back.
+A turn that fails, times out or is cut keeps its record and says why; nothing is dropped."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import TYPE_CHECKING
 
-from voice.answer import answer_turn
+from voice.answer import Transcription, answer_turn
 from voice.audio import RATE
-from voice.timeline import TurnRecord
-from voice.turns import Turn, TurnDetector
+from voice.speculation import Attempt
+from voice.timeline import TurnLog, TurnRecord
+from voice.turns import Pause, Turn, TurnDetector
 
 if TYPE_CHECKING:
     from voice.call import Call
@@ -23,35 +25,87 @@ class TurnTaking:
         self.tasks: list[asyncio.Task] = []
         self.barged: set[int] = set()  # turns the caller interrupted
         self.merged: set[int] = set()  # turns the caller continued after a pause
+        self.continuing = False  # the speech under way continues the last turn
+        self.attempt: Attempt | None = None  # what was started on the current turn's last pause
+        self.attempts = 0  # attempts numbered within the call
 
     @property
     def busy(self) -> bool:
-        """A turn is in flight (fast replay never skips time under it)."""
-        return any(not task.done() for task in self.tasks)
+        """A turn is in flight, or work started on one (fast replay never skips time under it)."""
+        attempt = self.attempt and not (self.attempt.answer or self.attempt.asr).done()  # pending work
+        return bool(attempt) or any(not task.done() for task in self.tasks)
+
+    def paused(self, pause: Pause) -> None:
+        """The caller fell silent within a turn: transcribe what was said and, when preempting, answer
+        it, to be kept if the turn ends here."""
+        settings = self.call.settings
+        if not settings.speculate:
+            return
+        if self.attempt:
+            self.attempt.discard("paused again")
+        self.attempts += 1
+        index = len(self.tasks) - self.continuing
+        previous = self.tasks[index - 1] if index > 0 else None
+
+        def start(log: TurnLog, transcription: Transcription) -> asyncio.Task:
+            return asyncio.create_task(self._run(index, log, transcription, attempt.gate, previous, attempt))
+
+        attempt = Attempt(self.call, index, self.attempts, pause, start if settings.preempt else None)
+        self.attempt = attempt
+
+    def resumed(self) -> None:
+        """Speech came back before the endpoint: what was started on the pause is stale."""
+        if self.attempt:
+            self.attempt.discard("speech resumed")
+            self.attempt = None
 
     def ended(self, turn: Turn) -> None:
-        """The detector declared an endpoint: record the turn's anchors and start answering it."""
+        """The detector declared an endpoint: record the turn's anchors and answer it (or keep the
+        answer started on its last pause)."""
         call, index = self.call, len(self.tasks) - turn.continues
         emit = call.timeline.emit
         if turn.continues:  # the record starts again: t0 and every anchor come from the whole turn
+            discarded = call.timeline.turns[index].info.get("discarded")
             call.timeline.turns[index] = TurnRecord(call.name, index)
+            if discarded:
+                call.timeline.turns[index].info["discarded"] = discarded
             self.tasks.pop()
             self.merged.discard(index)
         previous = self.tasks[-1] if self.tasks else None
-        emit(index, "speech_start", t_ns=call.at(turn.start))
         emit(index, "t0", t_ns=call.at(turn.end))
         emit(index, "endpoint", cut=turn.cut)
         record = call.timeline.turns[index]
         record.info.update(
             speech_start_s=round(turn.start / RATE, 3), speech_end_s=round(turn.end / RATE, 3), cut=turn.cut
         )
-        record.info.update(call.annotate(turn))
-        self.tasks.append(asyncio.create_task(self._run(index, turn, previous)))
+        record.info.update(call.annotate(turn), speculative=False)
+        attempt, self.attempt, self.continuing = self.attempt, None, False
+        if attempt and attempt.start:
+            attempt.keep()
+            task = asyncio.create_task(attempt.settled())
+        else:
+            gate = asyncio.Event()
+            gate.set()
+            if attempt:  # the transcript was made in the silence; the answer starts now
+                record.info["speculative"] = True
+                call.timeline.emit(index, "attempt_kept", attempt=attempt.number)
+            transcription = attempt.transcription if attempt else self._transcribe(turn)
+            task = asyncio.create_task(self._run(index, TurnLog(call.timeline, index), transcription, gate,
+                                                 previous))  # fmt: skip
+        self.tasks.append(task)
+
+    def _transcribe(self, turn: Turn) -> Transcription:
+        async def transcription():
+            transcript = await self.call.stages.transcribe(turn.audio)
+            return transcript, self.call.timeline.clock()
+
+        return transcription
 
     async def speech_started(self, detector: TurnDetector) -> None:
         """Right after an endpoint, before the agent said anything, it is the same turn after a pause:
         the answer under way is dropped and the turn continues. While the agent answers, a barge-in."""
         last, index = (self.tasks[-1] if self.tasks else None), len(self.tasks) - 1
+        self.continuing = False
         if (
             detector.resuming
             and last
@@ -59,11 +113,14 @@ class TurnTaking:
             and "first_audio_heard" not in self.call.timeline.turns[index].anchors
         ):
             self.merged.add(index)
+            self.continuing = True
             last.cancel()
             detector.resume()
             self.call.timeline.emit(index, "turn_resumed", t_ns=self.call.at(detector.start))
-        elif self.call.settings.barge_in:
-            await self._barge_in(detector.start)
+        else:
+            self.call.timeline.emit(len(self.tasks), "speech_start", t_ns=self.call.at(detector.start))
+            if self.call.settings.barge_in:
+                await self._barge_in(detector.start)
 
     async def _barge_in(self, start_sample: int) -> None:
         """The caller speaks while the agent answers: stop the audio and cancel the answer."""
@@ -82,36 +139,42 @@ class TurnTaking:
             self.barged.add(index)
             running.cancel()
 
-    async def _run(self, index: int, turn: Turn, previous: asyncio.Task | None) -> None:
+    async def _run(self, index: int, log: TurnLog, transcription: Transcription, gate: asyncio.Event,
+                   previous: asyncio.Task | None, attempt: Attempt | None = None) -> None:  # fmt: skip
         call = self.call
-        record = call.timeline.turns[index]
         try:
             if previous:  # the conversation is sequential: this turn's history is the last one's answer
                 await asyncio.wait([previous])
-            await asyncio.wait_for(answer_turn(call, index, turn), call.settings.turn_timeout_s)
+            await asyncio.wait_for(answer_turn(call, log, transcription, gate), call.settings.turn_timeout_s)
         except asyncio.CancelledError:
+            if attempt and attempt.is_dropped(asyncio.current_task()):
+                return  # speech came back, or its words were taken back: this answer leaves nothing
             if index in self.merged:
                 return  # the turn goes on in a new task; this one leaves no record
             if index not in self.barged:
-                record.status, record.error = "no_answer", "the session ended before the answer"
+                log.record.status, log.record.error = "no_answer", "the session ended before the answer"
                 raise
-            heard = "first_useful_audio_heard" in record.anchors
+            heard = "first_useful_audio_heard" in log.record.anchors
             early = ("no_answer", "the caller barged in before a useful answer")
-            record.status, record.error = ("ok", None) if heard else early
+            log.record.status, log.record.error = ("ok", None) if heard else early
         except TimeoutError:
-            record.status = "timeout"
-            record.error = f"no complete answer within {call.settings.turn_timeout_s} s"
+            log.record.status = "timeout"
+            log.record.error = f"no complete answer within {call.settings.turn_timeout_s} s"
         except Exception as e:  # a failed turn is recorded, never dropped; the call goes on
-            record.status, record.error = "error", describe(e)
+            log.record.status, log.record.error = "error", describe(e)
         finally:
-            if index not in self.merged:  # a continued turn's record comes from its new task
-                call.timeline.emit(index, "turn_done", status=record.status)
+            if index not in self.merged and not (attempt and attempt.is_dropped(asyncio.current_task())):
+                if log.held is not None:  # an answer started ahead of its endpoint is done once kept
+                    await gate.wait()
+                call.timeline.emit(index, "turn_done", status=log.record.status)
 
     async def wait(self) -> None:
         await asyncio.gather(*self.tasks)
 
     async def cancel_all(self) -> None:
         """The call ends (Ctrl-C in talk): every turn still running gets its record."""
+        if self.attempt:
+            self.attempt.discard("the call ended")
         for task in self.tasks:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)

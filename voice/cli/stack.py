@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from asr.whisper import WINDOWS
 from voice.settings import MODES, Settings, VadConfig
 
 
@@ -40,6 +41,33 @@ def add_stack_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--turn-timeout", type=float, default=s.turn_timeout_s,
                    help="seconds from the endpoint to the answer heard (default %(default)s)")  # fmt: skip
     g.add_argument("--no-barge-in", action="store_true", help="do not stop the agent when the caller speaks")
+    g = p.add_argument_group("overlapped stages (default: all but --smart-turn; --serial turns them all off)")
+    g.add_argument("--serial", action="store_true", help="the stages one after another, as before overlap")
+    g.add_argument(
+        "--no-speculate", action="store_true", help="do not transcribe in the silence before the endpoint"
+    )
+    g.add_argument("--no-preempt", action="store_true", help="do not start the answer before the endpoint")
+    g.add_argument(
+        "--no-first-clause-first",
+        action="store_true",
+        help="speak words at once, before their LLM call has shown whether it answers",
+    )
+    g.add_argument(
+        "--no-words-end-turns",
+        action="store_true",
+        help="do not give a longer end window to words that read like the start of a turn ('Okay.')",
+    )
+    g.add_argument(
+        "--smart-turn",
+        action="store_true",
+        help="end complete turns on a pause and wait on incomplete ones (Smart Turn v3.2)",
+    )
+    g.add_argument(
+        "--asr-window",
+        choices=WINDOWS,
+        default="auto",
+        help="Whisper's window: full 30 s, fit to the audio, or auto (fit, 30 s for numbers)",
+    )
 
 
 def add_mode_args(p: argparse.ArgumentParser) -> None:
@@ -55,7 +83,15 @@ def add_mode_args(p: argparse.ArgumentParser) -> None:
 
 def settings_from_args(args: argparse.Namespace, mode: str, **more) -> Settings:
     vad = VadConfig(args.vad_aggressiveness, args.vad_frame_ms, args.vad_start_ms, end_ms=args.vad_end_ms)
-    settings = Settings(mode, vad, args.turn_timeout, barge_in=not args.no_barge_in, **more)
+    levers = {
+        "speculate": not args.no_speculate,
+        "preempt": not (args.no_preempt or args.no_speculate),
+        "first_clause_first": not args.no_first_clause_first,
+        "words_end_turns": not (args.no_words_end_turns or args.no_speculate),
+        "smart_turn": args.smart_turn,
+    }
+    settings = Settings(mode, vad, args.turn_timeout, barge_in=not args.no_barge_in, **levers, **more)
+    settings = settings.serial() if args.serial else settings
     settings.validate()
     return settings
 
@@ -70,6 +106,7 @@ def open_stack(args: argparse.Namespace, stack, settings: Settings, **env_extra)
     from llm.support.models import model_dir, served_name
     from llm.support.tools import store_agent
     from tts.piper import Synthesizer
+    from voice.endpointing import SmartTurn
     from voice.environment import environment
     from voice.stages import Stages
 
@@ -80,8 +117,9 @@ def open_stack(args: argparse.Namespace, stack, settings: Settings, **env_extra)
         print(f"ttfat: starting the LLM server ({args.llm_model}) on a free loopback port", file=sys.stderr)
         url = stack.enter_context(ServerProcess(model_dir(args.llm_model), served_name(args.llm_model)))
     chat = OpenAIChat(url, api_key=args.api_key, extra=knobs, max_tokens=args.max_tokens)
-    transcriber = Transcriber(args.asr_model)
-    stages = Stages(transcriber, store_agent(chat), Synthesizer())
+    transcriber = Transcriber(args.asr_model, window="full" if args.serial else args.asr_window)
+    turn_model = SmartTurn() if settings.smart_turn else None
+    stages = Stages(transcriber, store_agent(chat), Synthesizer(), turn_model)
     ours = server_info(url)
     llm = {
         "url": args.llm_url or f"our server, model {args.llm_model} (started by ttfat)",

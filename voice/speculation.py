@@ -1,0 +1,185 @@
+"""Starting on a turn before it is declared over (DESIGN.md §2, speculative work).
+
+When the caller falls silent within a turn (a `Pause`), an `Attempt` transcribes the audio so far and,
+when preempting, runs the answer on that transcript: the agent, its tools (lookups, which change
+nothing) and TTS, with every event held in its own `TurnLog` and nothing played. If speech comes back
+before the endpoint (a `Resume`), the attempt is discarded: its LLM request is cancelled (the server
+frees its slot), nothing it did reaches the turn's record, and its work is counted. If the endpoint
+comes with no speech since the pause, the audio is the same but for silence, so the attempt is kept:
+its events join the timeline at their own times and its audio may play.
+
+An ASR that takes a second, surer pass (asr/whisper.py, window "auto": numbers again at 30 s) lets
+the answer start on the first pass's words; if the second pass hears other digits, that answer is
+dropped (and counted) and the answer starts again on the second pass. Either way the answer is heard
+only once its transcript is final and the turn is over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from voice.stages import Transcript
+from voice.timeline import TurnLog
+from voice.turns import Pause
+
+if TYPE_CHECKING:
+    from voice.call import Call
+
+# Starts an answer task on a held log and a transcription (turntaking.py).
+StartAnswer = Callable[[TurnLog, Callable], asyncio.Task]
+
+
+def digits(text: str) -> list[str]:
+    return re.findall(r"\d", text)
+
+
+class Attempt:
+    def __init__(self, call: Call, turn: int, number: int, pause: Pause, start: StartAnswer | None):
+        """`start`: how to start an answer (None: transcribe only, the answer starts at the endpoint)."""
+        self.call, self.turn, self.number, self.start = call, turn, number, start
+        self.gate = asyncio.Event()  # opens once the turn is over and the answer's transcript final
+        self.over = False  # the endpoint came
+        self.discarded = False
+        self.final = asyncio.Event()  # the ASR's last pass is in
+        self.final_ns: int | None = None
+        self.running = asyncio.Event()  # the ASR has the model: it cannot be dropped any more
+        self.stop = threading.Event()  # ... but it may skip its second pass
+        self.log: TurnLog | None = None  # the current answer's
+        self.answer: asyncio.Task | None = None  # the current answer
+        self.basis: Transcript | None = None  # the words it answers
+        self.dropped: set[asyncio.Task] = set()  # answers begun on words the second pass took back
+        self.heard: list[Callable[[Transcript], None]] = []  # told the first words (endpointing)
+        self.answering = asyncio.Event()  # an answer has been started
+        call.timeline.emit(turn, "asr_spec_start", attempt=number, audio_s=round(len(pause.audio) / 16000, 3))
+        self.asr = asyncio.create_task(self._transcribe(pause))
+
+    async def _transcribe(self, pause: Pause) -> Transcript:
+        try:
+            transcript = await self.call.stages.transcribe(
+                pause.audio, self.running, self.stop, self._first_words
+            )
+        except Exception as e:  # the answer's task records the failure
+            if self.basis is None:
+                self._answer_on(None, e)
+            self.final.set()
+            self._open()
+            raise
+        self.final_ns = self.call.timeline.clock()
+        self.call.timeline.emit(self.turn, "asr_spec_final", attempt=self.number, text=transcript.text,
+                                compute_ms=round(transcript.compute_ms, 1))  # fmt: skip
+        if self.basis is None:
+            self._tell(transcript)
+            self._answer_on(transcript)
+        elif digits(transcript.text) != digits(self.basis.text):
+            self._drop_answer("the second pass heard other digits")
+            self._answer_on(transcript)
+        self.final.set()
+        self._open()
+        return transcript
+
+    def _first_words(self, first: Transcript) -> None:
+        self.call.timeline.emit(self.turn, "asr_spec_first", attempt=self.number, text=first.text,
+                                compute_ms=round(first.compute_ms, 1))  # fmt: skip
+        self._tell(first)
+        self._answer_on(first)
+
+    def _tell(self, transcript: Transcript) -> None:
+        for listener in self.heard:
+            listener(transcript)
+
+    def _answer_on(self, transcript: Transcript | None, error: Exception | None = None) -> None:
+        self.basis = transcript
+        if self.start is None or self.discarded:
+            return
+        ready_ns = self.call.timeline.clock()
+
+        async def transcription() -> tuple[Transcript, int]:
+            if error:
+                raise error
+            return transcript, ready_ns
+
+        self.log = TurnLog(self.call.timeline, self.turn, held=True)
+        self.answer = self.start(self.log, transcription)
+        self.answering.set()
+
+    async def transcription(self) -> tuple[Transcript, int]:
+        """The final transcript and when it was ready (for an answer started at the endpoint)."""
+        transcript = await self.asr
+        return transcript, self.final_ns
+
+    def keep(self) -> None:
+        """The endpoint came with no speech since the pause: this attempt's answer is the turn's."""
+        self.over = True
+        self._open()
+
+    def _open(self) -> None:
+        if self.over and self.final.is_set() and not self.gate.is_set() and self.log:
+            self.log.release()
+            self.log.record.info["speculative"] = True
+            self.call.timeline.emit(self.turn, "attempt_kept", attempt=self.number)
+            self.gate.set()
+
+    async def settled(self) -> None:
+        """The turn's task, once kept: the answer that holds (begun again if the second pass differs)."""
+        try:
+            await self.answering.wait()
+            while True:
+                task = self.answer
+                await asyncio.wait([task])
+                if task is self.answer:
+                    return
+        except asyncio.CancelledError:  # a barge-in, a merge, the end of the call
+            if not self.answer:
+                raise
+            self.answer.cancel()  # the answer under way goes with it, and records why
+            await asyncio.wait([self.answer])
+            if self.answer.cancelled():
+                raise
+
+    def is_dropped(self, task: asyncio.Task | None) -> bool:
+        return self.discarded or task in self.dropped
+
+    def discard(self, reason: str) -> None:
+        """Speech came back: drop the work, count it in the turn's record."""
+        self.discarded = True
+        self.stop.set()
+        waste = self._waste()
+        if not self.running.is_set():
+            self.asr.cancel()  # still waiting for the model: it never runs
+        else:  # the ASR thread cannot be stopped: its compute counts when it ends
+            waste["asr_runs"] += 1
+            self.asr.add_done_callback(lambda t: _add_compute(waste, t))
+        if self.answer:
+            self._count_llm(waste)
+            self.answer.cancel()
+        self.call.timeline.emit(self.turn, "attempt_discarded", attempt=self.number, reason=reason)
+
+    def _drop_answer(self, reason: str) -> None:
+        if self.answer:
+            self._count_llm(self._waste())
+            self.dropped.add(self.answer)
+            self.answer.cancel()
+            self.call.timeline.emit(self.turn, "answer_dropped", attempt=self.number, reason=reason)
+
+    def _waste(self) -> dict:
+        zero = {"asr_runs": 0, "asr_ms": 0.0, "llm_runs": 0, "llm_ms": 0.0}
+        return self.call.timeline.turns[self.turn].info.setdefault("discarded", zero)
+
+    def _count_llm(self, waste: dict) -> None:
+        """The current answer's LLM requests (client side: each request to its end, or to now)."""
+        held = self.log.held or []
+        requests = [t for name, t, _ in held if name == "llm_request"]
+        ends = [t for name, t, _ in held if name == "llm_call"]
+        now = self.call.timeline.clock()
+        waste["llm_runs"] += len(requests)
+        ran = sum(((ends[i] if i < len(ends) else now) - t) / 1e6 for i, t in enumerate(requests))
+        waste["llm_ms"] += round(ran, 1)
+
+
+def _add_compute(waste: dict, task: asyncio.Task) -> None:
+    if not task.cancelled() and task.exception() is None:
+        waste["asr_ms"] += round(task.result().compute_ms, 1)
