@@ -208,7 +208,7 @@ def report(results: dict) -> None:
         s, lags = r["summary"], r["lags"]
         print(f"\n{name}: {s['turns']} turns, success {100 * s['success_rate']:.1f}%; LLM share p50 "
               f"{statistics.median(share) if share else 0:.1f}%; events {r['emit_ms']:.2f} ms/turn; "
-              f"event loop lag p50 {statistics.median(lags):.2f} / p95 {percentile(lags, 95):.2f} ms")  # fmt: skip
+              f"loop lag p50 {statistics.median(lags):.2f} / p95 {percentile(lags, 95):.2f} ms")  # fmt: skip
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\nvoice process peak memory {rss:.0f} MiB (torch loaded: {'torch' in sys.modules})")
 
