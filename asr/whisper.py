@@ -150,14 +150,14 @@ class Transcriber:
         return Transcript(text, seconds, (time.perf_counter() - start) * 1e3, [window])
 
     def needs_second_pass(self, first: Transcript) -> bool:
-        """"auto": a fitted window's transcript holding a number is decoded again at 30 s."""
+        """With window "auto", a fitted window's words holding a number are decoded again, as "full"."""
         return self.window == "auto" and first.windows_s[-1] < FULL_WINDOW_S and has_number(first.text)
 
     def second_pass(self, audio: np.ndarray, first: Transcript) -> Transcript:
         import numpy as np
 
         start = time.perf_counter()
-        text = self._fitted(audio.astype(np.float32, copy=False), FULL_WINDOW_S)
+        text = self._full(audio.astype(np.float32, copy=False))  # faster-whisper's loop, as in "full"
         ms = first.compute_ms + (time.perf_counter() - start) * 1e3
         return Transcript(text, first.seconds, ms, [*first.windows_s, FULL_WINDOW_S])
 

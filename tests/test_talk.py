@@ -1,17 +1,12 @@
-"""`ttfat talk` end to end on virtual audio devices (DESIGN.md §8): PulseAudio with a null sink as the
-caller's line (its monitor, remapped, is the microphone) and a null sink as the speaker, which the test
-records. sounddevice reaches them through ALSA's pulse plugin; PULSE_SOURCE/PULSE_SINK pick them."""
+"""`ttfat talk` end to end on virtual audio devices (voice/pulse.py: PulseAudio with a null sink as the
+caller's line, whose monitor is the microphone, and a null sink as the speaker, which the test
+records)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import shutil
-import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -21,86 +16,17 @@ import soundfile as sf
 
 from asr.whisper import Transcriber
 from voice.audio import load_audio, resample
+from voice.pulse import OUT_RATE, PulseError, pulse_log, say, session, virtual_devices, wait_for_turns
 from voice.replay import find_calls
-
-OUT_RATE = 22050  # piper's rate: the speaker sink runs at it, so nothing resamples the agent's audio
 
 
 @pytest.fixture(scope="module")
 def pulse(tmp_path_factory):
-    if not shutil.which("pulseaudio") or not shutil.which("parec"):
-        pytest.fail(
-            "PulseAudio is not installed (apt-get install pulseaudio pulseaudio-utils libasound2-plugins)"
-        )
-    runtime = tmp_path_factory.mktemp("pulse")
-    env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime), "PULSE_LATENCY_MSEC": "20"}
-    modules = [
-        "module-native-protocol-unix",
-        f"module-null-sink sink_name=agent_out rate={OUT_RATE} channels=1",
-        "module-null-sink sink_name=caller_line rate=16000 channels=1",
-        "module-remap-source source_name=virtual_mic master=caller_line.monitor",
-    ]
-    args = [
-        "pulseaudio",
-        "-n",
-        "--daemonize=yes",
-        "--exit-idle-time=-1",
-        "--disallow-exit",
-        # a test daemon on a busy CI machine: no realtime priority or CPU limiter that could kill it, and
-        # no shared-memory transport (its memfd path logs pulseaudio bug 824 when clients come and go)
-        "--disable-shm=yes",
-        "--realtime=no",
-        "--high-priority=no",
-        "--no-cpu-limit",
-        f"--log-target=file:{runtime / 'pulse.log'}",
-    ]
-    subprocess.run(args + [a for m in modules for a in ("-L", m)], env=env, check=True, capture_output=True)
-    deadline = time.monotonic() + 10
-    while subprocess.run(["pactl", "info"], env=env, capture_output=True).returncode:
-        assert time.monotonic() < deadline, "PulseAudio did not start"
-        time.sleep(0.1)
-    yield {**env, "PULSE_SINK": "agent_out", "PULSE_SOURCE": "virtual_mic"}
-    subprocess.run(["pulseaudio", "--kill"], env=env)
-
-
-def pulse_log(env: dict) -> str:
-    """The test daemon's last log lines, for a failure message."""
-    log = Path(env["XDG_RUNTIME_DIR"]) / "pulse.log"
-    alive = subprocess.run(["pactl", "info"], env=env, capture_output=True).returncode == 0
-    tail = log.read_text(errors="replace").splitlines()[-20:] if log.exists() else []
-    return f"PulseAudio {'running' if alive else 'NOT running'}; its log ends:\n" + "\n".join(tail)
-
-
-class Capture:
-    """Records the speaker sink, stamping each chunk with the monotonic time it arrived."""
-
-    def __init__(self, env: dict):
-        cmd = ["parec", "--device=agent_out.monitor", f"--rate={OUT_RATE}", "--channels=1", "--format=s16le",
-               "--latency-msec=5"]  # fmt: skip
-        self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE)
-        self.chunks: list[tuple[int, np.ndarray]] = []
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
-
-    def _read(self) -> None:
-        while data := self.proc.stdout.read1(2048):
-            self.chunks.append((time.monotonic_ns(), np.frombuffer(data[: len(data) // 2 * 2], "<i2")))
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.thread.join(5)
-
-    def audio(self) -> np.ndarray:
-        return np.concatenate([c for _, c in self.chunks]).astype(np.float32) / 32768
-
-    def time_of(self, predicate) -> int | None:
-        """Arrival time of the first (or, with a reversed predicate, any) sample for which predicate holds,
-        from its chunk's arrival and its position in the chunk."""
-        for arrived, chunk in self.chunks:
-            hits = np.flatnonzero(predicate(chunk))
-            if len(hits):
-                return arrived - (len(chunk) - hits[0]) * 1_000_000_000 // OUT_RATE
-        return None
+    try:
+        with virtual_devices(tmp_path_factory.mktemp("pulse")) as env:
+            yield env
+    except PulseError as e:
+        pytest.fail(str(e))
 
 
 def question(tmp_path: Path, call: str, turn: int) -> tuple[Path, dict]:
@@ -114,37 +40,6 @@ def question(tmp_path: Path, call: str, turn: int) -> tuple[Path, dict]:
     return path, ref
 
 
-@contextlib.contextmanager
-def session(env: dict, out: Path):
-    """`ttfat talk` listening on the virtual microphone while the speaker is recorded; ends with
-    Ctrl-C (SIGINT), after which `proc.console` holds what it printed."""
-    cmd = [sys.executable, "-m", "voice.cli", "talk", "--out", str(out)]
-    # as from a terminal: tests started in the background (`cmd &` without job control) hand SIGINT down
-    # ignored, and a Python started that way never installs its Ctrl-C handler, so talk would not end
-    foreground = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=foreground)  # fmt: skip
-    if not any("listening" in line for line in proc.stderr):
-        pytest.fail(f"ttfat talk did not start: {proc.communicate()}\n{pulse_log(env)}")
-    capture = Capture(env)
-    try:
-        yield proc, capture
-    finally:
-        proc.send_signal(signal.SIGINT)
-        proc.console = proc.communicate(timeout=30)[0]
-        capture.stop()
-
-
-def wait_for_turns(out: Path, n: int, timeout: float = 60) -> list[dict]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        lines = (out / "turns.jsonl").read_text().splitlines() if (out / "turns.jsonl").exists() else []
-        if len(lines) >= n:
-            return [json.loads(line) for line in lines]
-        time.sleep(0.2)
-    pytest.fail(f"no {n} turn records in {out} within {timeout} s")
-
-
 def events(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
 
@@ -153,7 +48,7 @@ def test_a_spoken_question_is_answered_through_the_speaker(pulse, tmp_path):
     path, ref = question(tmp_path, "call04", 0)  # "what time do you open on saturday"
     out = tmp_path / "run"
     with session(pulse, out) as (proc, capture):
-        subprocess.run(["paplay", "--device=caller_line", str(path)], env=pulse, check=True)
+        say(pulse, path)
         (turn,) = wait_for_turns(out, 1)
         time.sleep(max(0.5, (turn["complete_ms"] - turn["first_audio_ms"]) / 1e3 + 0.5))  # let it play out
     assert proc.returncode == 0 and "first useful audio" in proc.console  # the live console
@@ -174,13 +69,13 @@ def test_barge_in_stops_playback_and_records_its_latency(pulse, tmp_path):
     interruption, _ = question(tmp_path, "call13", 2)  # "bye bye"
     out = tmp_path / "run"
     with session(pulse, out) as (_, capture):
-        subprocess.run(["paplay", "--device=caller_line", str(long_answer)], env=pulse, check=True)
+        say(pulse, long_answer)
         deadline = time.monotonic() + 60
         while not any(e["event"] == "first_audio_heard" for e in events(out)):
             assert time.monotonic() < deadline, "the agent never spoke"
             time.sleep(0.05)
         time.sleep(0.3)  # the agent is mid-sentence (its answer runs for seconds)
-        subprocess.run(["paplay", "--device=caller_line", str(interruption)], env=pulse, check=True)
+        say(pulse, interruption)
         wait_for_turns(out, 2)
     barges = [e for e in events(out) if e["event"] == "barge_in"]
     assert len(barges) == 1, [(e["turn"], e["event"], e.get("text")) for e in events(out)]

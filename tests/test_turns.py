@@ -7,7 +7,7 @@ import pytest
 
 from voice.audio import RATE, load_audio
 from voice.replay import find_calls
-from voice.turns import Turn, TurnDetector, VadConfig
+from voice.turns import Pause, Turn, TurnDetector, VadConfig
 
 
 def detect(samples: np.ndarray, config: VadConfig | None = None) -> list:
@@ -65,3 +65,63 @@ def test_silence_has_no_turn_and_a_monologue_is_cut():
     )
     turns = detect(buzz.astype(np.float32), VadConfig(max_turn_s=1.0))
     assert turns and turns[0].cut and (turns[0].end - turns[0].start) / RATE <= 1.05
+
+
+def events_of(samples: np.ndarray, detector: TurnDetector, to_s: float, from_s: float = 0.0) -> list:
+    """(position, event) of each frame from `from_s` to `to_s` that made one."""
+    n, out = detector.frame_len, []
+    for i in range(int(from_s * RATE) // n, int(to_s * RATE) // n):
+        event = detector.push(samples[i * n : (i + 1) * n])
+        if event is not None:
+            out.append((detector.pos, event))
+    return out
+
+
+def test_a_pause_within_a_turn_and_speech_coming_back():
+    """call01 starts "hello [300 ms] is this northwind": with a long end window the detector reports
+    the pauses and the resumptions inside the one turn; each pause carries the audio so far."""
+    (call,) = [c for c in find_calls(["recordings"]) if c.name == "call01"]
+    samples, ref = load_audio(call.path).samples, call.reference[0]
+    events = events_of(samples, TurnDetector(RATE, VadConfig(end_ms=1500)), 5.0)
+    kinds = [type(e).__name__ for _, e in events]
+    assert kinds[0] == "Pause" and "Resume" in kinds and kinds[-1] == "Turn", kinds
+    for pos, event in events:
+        if isinstance(event, Pause):
+            assert (
+                event.end < pos and abs(len(event.audio) - (pos - ref["speech_start_s"] * RATE)) < 0.5 * RATE
+            )
+    turn = events[-1][1]
+    assert abs(turn.start / RATE - ref["speech_start_s"]) <= 0.05
+    assert abs(turn.end / RATE - ref["speech_end_s"]) <= 0.05
+
+
+def test_a_judged_turn_ends_at_once_or_waits_longer():
+    (call,) = [c for c in find_calls(["recordings"]) if c.name == "call01"]
+    samples, ref = load_audio(call.path).samples, call.reference[0]
+    detector = TurnDetector(RATE)
+    _, pause = events_of(samples, detector, 1.8)[0]
+    assert isinstance(pause, Pause) and detector.in_turn
+    pos = detector.pos
+    ended = detector.end_now()  # "complete": the turn ends here, its t0 refined as at any endpoint
+    assert (
+        ended.decided == pos and ended.end <= pos and abs(ended.start / RATE - ref["speech_start_s"]) <= 0.05
+    )
+    # "goes on": a longer end window keeps "hello" and "is this northwind" one turn
+    detector = TurnDetector(RATE)
+    events_of(samples, detector, 1.8)
+    detector.wait_longer(800)
+    turns = [e for _, e in events_of(samples, detector, 5.0, from_s=1.8) if isinstance(e, Turn)]
+    assert turns and abs(turns[0].end / RATE - ref["speech_end_s"]) <= 0.05, turns
+
+
+def test_no_endpoint_falls_on_speech_coming_back():
+    """The end window tolerates a voiced frame in ten, but the frame that ends a turn is never voiced:
+    a turn does not end just as the caller goes on, with its t0 on the new words."""
+    for call in find_calls(["recordings"]):
+        samples = load_audio(call.path, call.channel).samples
+        for _, event in events_of(samples, TurnDetector(RATE), len(samples) / RATE):
+            if isinstance(event, Turn):
+                assert event.end <= event.decided - TurnDetector(RATE).frame_len, (
+                    call.name,
+                    event.end / RATE,
+                )

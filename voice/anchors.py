@@ -40,7 +40,9 @@ ANCHORS: tuple[Anchor, ...] = (
         stage=("asr_stage_ms", "ASR"),
         reported=False,
         console=True,
-        speculative_after=("t0",),  # a transcript of the silence before the endpoint (DESIGN.md §2)
+        # a transcript made on a pause, before the endpoint (DESIGN.md §2), even before the refined t0
+        # when the VAD fell silent ahead of the energy's end of speech
+        speculative_after=(),
     ),
     Anchor("llm_request", "llm_request_ms", "LLM request", ("asr_final",), reported=False),
     Anchor("first_token", "first_token_ms", "first token", ("llm_request",)),

@@ -44,6 +44,7 @@ class Attempt:
         self.gate = asyncio.Event()  # opens once the turn is over and the answer's transcript final
         self.over = False  # the endpoint came
         self.discarded = False
+        self.abandoned = False  # its turn was cut or continued: no answer may start or be heard any more
         self.final = asyncio.Event()  # the ASR's last pass is in
         self.final_ns: int | None = None
         self.running = asyncio.Event()  # the ASR has the model: it cannot be dropped any more
@@ -93,7 +94,7 @@ class Attempt:
 
     def _answer_on(self, transcript: Transcript | None, error: Exception | None = None) -> None:
         self.basis = transcript
-        if self.start is None or self.discarded:
+        if self.start is None or self.discarded or self.abandoned:
             return
         ready_ns = self.call.timeline.clock()
 
@@ -117,10 +118,10 @@ class Attempt:
         self._open()
 
     def _open(self) -> None:
-        if self.over and self.final.is_set() and not self.gate.is_set() and self.log:
+        if self.over and self.final.is_set() and not self.gate.is_set() and self.log and not self.abandoned:
+            self.call.timeline.emit(self.turn, "attempt_kept", attempt=self.number)
             self.log.release()
             self.log.record.info["speculative"] = True
-            self.call.timeline.emit(self.turn, "attempt_kept", attempt=self.number)
             self.gate.set()
 
     async def settled(self) -> None:
@@ -133,6 +134,8 @@ class Attempt:
                 if task is self.answer:
                     return
         except asyncio.CancelledError:  # a barge-in, a merge, the end of the call
+            self.abandoned = True
+            self.stop.set()
             if not self.answer:
                 raise
             self.answer.cancel()  # the answer under way goes with it, and records why

@@ -133,7 +133,8 @@ class TurnRecord:
     def _reached_before(self, name: str) -> set[str]:
         """The nearest reached anchors that `name` may not precede (through unreached ones)."""
         anchor, out = BY_NAME[name], set()
-        after = (self.info.get("speculative") and anchor.speculative_after) or anchor.after
+        speculative = self.info.get("speculative") and anchor.speculative_after is not None
+        after = anchor.speculative_after if speculative else anchor.after
         for before in after:
             out |= {before} if before in self.anchors else self._reached_before(before)
         return out

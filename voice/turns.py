@@ -132,6 +132,8 @@ class TurnDetector:
             and len(self.tail) == self.tail.maxlen
             and self.tail.count(False) >= self.config.end_ratio * len(self.tail)
         )
+        if ended and self._refine_end(np.concatenate(self.frames)) >= self.pos - self.rate // 50:
+            ended = False  # the last 20 ms are as loud as speech: it is coming back (webrtcvad lags there)
         cut = self.pos - self.start >= self.config.max_turn_s * self.rate
         return self._end(cut=cut and not ended) if ended or cut else event
 

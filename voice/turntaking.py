@@ -82,7 +82,7 @@ class TurnTaking:
         attempt, self.attempt, self.continuing = self.attempt, None, False
         if attempt and attempt.start:
             attempt.keep()
-            task = asyncio.create_task(attempt.settled())
+            task = asyncio.create_task(self._settle(index, attempt))
         else:
             gate = asyncio.Event()
             gate.set()
@@ -149,14 +149,8 @@ class TurnTaking:
         except asyncio.CancelledError:
             if attempt and attempt.is_dropped(asyncio.current_task()):
                 return  # speech came back, or its words were taken back: this answer leaves nothing
-            if index in self.merged:
-                return  # the turn goes on in a new task; this one leaves no record
-            if index not in self.barged:
-                log.record.status, log.record.error = "no_answer", "the session ended before the answer"
+            if not self._cut_off(index, log.record):
                 raise
-            heard = "first_useful_audio_heard" in log.record.anchors
-            early = ("no_answer", "the caller barged in before a useful answer")
-            log.record.status, log.record.error = ("ok", None) if heard else early
         except TimeoutError:
             log.record.status = "timeout"
             log.record.error = f"no complete answer within {call.settings.turn_timeout_s} s"
@@ -167,6 +161,31 @@ class TurnTaking:
                 if log.held is not None:  # an answer started ahead of its endpoint is done once kept
                     await gate.wait()
                 call.timeline.emit(index, "turn_done", status=log.record.status)
+
+    def _cut_off(self, index: int, record: TurnRecord) -> bool:
+        """A turn's answer was cancelled: record why. False when the session ended (the caller of the
+        cancelled task has to know)."""
+        if index in self.merged:
+            return True  # the turn goes on in a new task; this one leaves no record
+        if index not in self.barged:
+            record.status, record.error = "no_answer", "the session ended before the answer"
+            return False
+        heard = "first_useful_audio_heard" in record.anchors
+        early = ("no_answer", "the caller barged in before a useful answer")
+        record.status, record.error = ("ok", None) if heard else early
+        return True
+
+    async def _settle(self, index: int, attempt: Attempt) -> None:
+        """The turn's task when its answer was started on a pause (voice/speculation.py)."""
+        try:
+            await attempt.settled()
+        except asyncio.CancelledError:  # cut off before any answer had started
+            record = self.call.timeline.turns[index]
+            ended = not self._cut_off(index, record)
+            if index not in self.merged:
+                self.call.timeline.emit(index, "turn_done", status=record.status)
+            if ended:
+                raise
 
     async def wait(self) -> None:
         await asyncio.gather(*self.tasks)

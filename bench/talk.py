@@ -1,0 +1,96 @@
+"""Live talk against replay on the same audio (issue 19, lever 6): caller turns cut from recordings/ are
+said into `ttfat talk` through virtual PulseAudio devices (voice/pulse.py), one at a time, and replayed
+in real time as files through `ttfat replay`; first useful audio heard and its stages, side by side.
+The target: talk within 100 ms of replay.
+
+    python bench/talk.py [--turns 8] [--options --serial]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import soundfile as sf
+
+from voice.anchors import STAGES
+from voice.audio import RATE, load_audio
+from voice.pulse import say, session, virtual_devices, wait_for_turns
+from voice.replay import find_calls
+
+METRICS = [("first_useful_audio_ms", "first useful audio heard"), ("ttfat_ms", "TTFAT")] + [
+    (s.key, s.label) for s in STAGES[:-1]
+]
+
+
+def clips(out: Path, n: int) -> list[Path]:
+    """The first `n` caller turns of recordings/, each with half a second of the call around it."""
+    paths = []
+    for call in find_calls(["recordings"]):
+        audio = load_audio(call.path, call.channel).samples
+        for ref in call.reference:
+            a, b = int((ref["speech_start_s"] - 0.5) * RATE), int((ref["speech_end_s"] + 0.5) * RATE)
+            paths.append(out / f"{call.name}-{ref['turn']}.wav")
+            sf.write(paths[-1], audio[max(0, a) : b], RATE)
+            if len(paths) == n:
+                return paths
+    return paths
+
+
+def talk(paths: list[Path], out: Path, options: list[str]) -> list[dict]:
+    with virtual_devices(out / "pulse") as env, session(env, out / "talk", *options):
+        for i, path in enumerate(paths):
+            say(env, path)
+            (turn,) = wait_for_turns(out / "talk", i + 1)[i:]
+            time.sleep(max(0.5, ((turn["complete_ms"] or 0) - (turn["first_audio_ms"] or 0)) / 1e3 + 0.8))
+    return [json.loads(line) for line in (out / "talk" / "turns.jsonl").read_text().splitlines()]
+
+
+def replay(paths: list[Path], out: Path, options: list[str]) -> list[dict]:
+    cmd = [
+        sys.executable,
+        "-m",
+        "voice.cli",
+        "replay",
+        *map(str, paths),
+        "--out",
+        str(out / "replay"),
+        *options,
+    ]
+    subprocess.run(cmd, check=True, capture_output=True)
+    return [json.loads(line) for line in (out / "replay" / "turns.jsonl").read_text().splitlines()]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--turns", type=int, default=8)
+    ap.add_argument("--options", nargs=argparse.REMAINDER, default=[], help="for both (e.g. --serial)")
+    args = ap.parse_args()
+    out = Path(tempfile.mkdtemp(prefix="ttfat-talk-"))
+    paths = clips(out, args.turns)
+    machine = platform.processor() or platform.machine()
+    options = " ".join(args.options) or "defaults"
+    print(f"# talk vs replay: {machine}; {len(paths)} turns of recordings/; {options}")
+    live, replayed = talk(paths, out, args.options), replay(paths, out, args.options)
+    print(f"\n{'p50 ms (ok turns)':<44}{'talk':>8}{'replay':>8}{'talk - replay':>15}")
+    for key, label in METRICS:
+        a = [t[key] for t in live if t["status"] == "ok" and t.get(key) is not None]
+        b = [t[key] for t in replayed if t["status"] == "ok" and t.get(key) is not None]
+        if a and b:
+            pa, pb = statistics.median(a), statistics.median(b)
+            print(f"{label:<44}{pa:>8.0f}{pb:>8.0f}{pa - pb:>15.0f}")
+    ok = lambda ts: sum(t["status"] == "ok" for t in ts)  # noqa: E731
+    print(
+        f"\nanswered: talk {ok(live)} of {len(live)}, replay {ok(replayed)} of {len(replayed)}; runs in {out}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,50 @@
+"""An end of turn that listens to the words: the transcript rule, and Smart Turn on real human speech."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from voice.audio import load_audio
+from voice.endpointing import SmartTurn, TurnModelError, goes_on
+
+CLIP = (
+    Path(__file__).resolve().parents[2]
+    / "shared"
+    / "data"
+    / "speech"
+    / "clips"
+    / "livekit__weather_question.flac"
+)
+
+
+def test_words_that_start_a_turn_rather_than_make_one():
+    for text in [
+        "Okay.",
+        "Hi.",
+        "Hello?",
+        "Great. Great.",
+        "um",
+        "My order number is",
+        "I want to cancel and",
+    ]:
+        assert goes_on(text), text
+    for text in [
+        "Where is my order 4217?",
+        "Thanks, bye.",
+        "Great, thank you.",
+        "Okay, thanks.",
+        "",
+        "Bye bye.",
+    ]:
+        assert not goes_on(text), text
+
+
+def test_smart_turn_tells_a_finished_question_from_half_of_one():
+    try:
+        model = SmartTurn()
+    except TurnModelError as e:
+        pytest.fail(f"{e} (setup installs it: make setup)")
+    audio = load_audio(CLIP).samples  # a person asking "how old is the Brooklyn Bridge"
+    assert model.complete(audio) > 0.5 > model.complete(audio[: len(audio) // 2])
