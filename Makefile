@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench
+.PHONY: setup demo test lint bench models
 
 # Debian packages: PortAudio (sounddevice), mosquitto (MQTT tests), PulseAudio (virtual audio devices)
 SYSTEM_PACKAGES := libportaudio2 mosquitto pulseaudio pulseaudio-utils libasound2-plugins
@@ -32,3 +32,11 @@ bench: setup
 	$(VENV)/bin/python bench/engine.py
 	$(VENV)/bin/python bench/llm_server.py
 	$(VENV)/bin/python bench/pipeline.py
+
+# The bundled models from scratch on this commit's generator (llm/support/recipe.toml; about two hours on
+# two CPU cores, resumable): train into build/models, then evaluate, then copy over the bundled weights.
+models: setup
+	$(VENV)/bin/ttfat train --recipe llm/support/recipe.toml --out build/models
+	$(VENV)/bin/ttfat eval-llm --model build/models/diffusion --ar-model build/models/ar -n 2000 \
+		--default-only --out build/models/eval
+	$(VENV)/bin/ttfat train --recipe llm/support/recipe.toml --out build/models --install

@@ -20,11 +20,12 @@ from llm.chat import ChatBackend, Delta, ToolCall
 
 
 class Tools(Protocol):
-    """What the model may call: OpenAI function schemas, and how each call runs."""
+    """What the model may call: OpenAI function schemas, and how each call runs (an agent file's tools
+    are one such: `llm/agentfile/tools.py`)."""
 
     schemas: list[dict]
 
-    def run(self, call: ToolCall, messages: list[dict]) -> dict:
+    async def run(self, call: ToolCall, messages: list[dict]) -> dict:
         """The call's result; never raises (a failure comes back as {"error": ...})."""
 
 
@@ -103,7 +104,10 @@ class TurnResult:
 
 
 def tool_record(call: ToolCall) -> dict:
-    return {"name": call.name, "arguments": call.arguments, "result": call.result, "ms": call.ms}
+    """A tool call in a turn record; ``error`` says how it failed (None when it did not)."""
+    error = (call.result or {}).get("error") if isinstance(call.result, dict) else None
+    return {"name": call.name, "arguments": call.arguments, "result": call.result, "ms": call.ms,
+            "error": error}  # fmt: skip
 
 
 class Agent:
@@ -159,7 +163,7 @@ class Agent:
             for tool_call in calls:
                 tool_call.start_ns = time.monotonic_ns()
                 emit(AgentEvent("tool_start", tool_call.start_ns, round_, tool_call=tool_call))
-                tool_call.result = self.tools.run(tool_call, messages)
+                tool_call.result = await self.tools.run(tool_call, messages)
                 tool_call.end_ns = time.monotonic_ns()
                 emit(AgentEvent("tool_end", tool_call.end_ns, round_, tool_call=tool_call))
                 messages.append(

@@ -2,25 +2,30 @@
 
 from __future__ import annotations
 
+import asyncio
+
+from llm.agentfile import load_agent_file
+from llm.agentfile.tools import FileTools
 from llm.chat import ToolCall
 from llm.support.spoken import caller_words
-from llm.support.store import Store
-from llm.support.tools import StoreTools
+from llm.support.tools import store
 
 
 def test_only_numbers_the_caller_said_are_looked_up():
-    store = Store()
-    oid = sorted(store.orders)[0]
-    tools = StoreTools(store)
+    oid = sorted(store().orders)[0]
+    tools = FileTools(load_agent_file().tools)
+    run = lambda call, messages: asyncio.run(tools.run(call, messages))  # noqa: E731
     call = ToolCall("lookup_order", f'{{"order_id": "{oid}"}}')
     said = [{"role": "user", "content": f"where is my order {' '.join(oid)}"}]
-    assert tools.run(call, said) == store.lookup_order(oid) and store.lookup_order(oid)["found"]
+    assert run(call, said) == store().lookup_order(oid) and store().lookup_order(oid)["found"]
+    written = ToolCall("lookup_order", f'{{"order_id": "#{oid}"}}')
+    assert run(written, said)["found"]  # as the model may write it
     earlier = said + [{"role": "assistant", "content": "Sure."}, {"role": "user", "content": "and when"}]
-    assert tools.run(call, earlier)["found"]  # said in an earlier turn counts
+    assert run(call, earlier)["found"]  # said in an earlier turn counts
     invented = [{"role": "user", "content": "my card has not arrived"}]
-    assert tools.run(call, invented) == {"found": False, "order_id": oid}
+    assert run(call, invented) == {"found": False, "order_id": oid}
     stock = ToolCall("check_stock", '{"product": "yoga mat"}')
-    assert tools.run(stock, invented)["found"]  # products need no such check
+    assert run(stock, invented)["found"]  # products need no such check
 
 
 def test_caller_words_are_what_the_models_were_trained_on():

@@ -29,7 +29,7 @@ def heldout_order(status: str) -> str:
 @pytest.fixture(scope="module", params=["bundled", "bundled-ar"])
 def agent(request):
     engine = AsyncEngine(Engine(BUNDLED[request.param], device="cpu"))
-    yield store_agent(EngineChat(engine), STORE)
+    yield store_agent(EngineChat(engine))
     engine.close()
 
 

@@ -5,6 +5,7 @@ import re
 import pytest
 
 import llm.support.dataset as dataset
+from llm.agentfile import load_agent_file
 from llm.support.dataset import (
     FRESH_NAMES,
     ID_INTENTS,
@@ -32,7 +33,8 @@ from llm.support.policy import DIRECT_ANSWERS, SYSTEM_PROMPT, TOOL_ERROR_ANSWERS
 from llm.support.splits import in_heldout_id
 from llm.support.spoken import parse_order_id
 from llm.support.store import Store
-from llm.support.tools import SCHEMAS as TOOLS
+
+TOOLS = [t.schema for t in load_agent_file().tools]  # the bundled agent's tool schemas
 
 N = 3000
 VALUE_KEYS = ("eta", "ships", "delivered", "refund", "price", "restock", "in_stock_words", "carrier")

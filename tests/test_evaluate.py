@@ -1,8 +1,12 @@
-"""The interval eval-llm reads its targets with."""
+"""The intervals eval-llm reads its targets with, and the groups it reads separately."""
+
+import json
 
 import pytest
 
-from llm.support.evaluate import Scores, interval, interval_line
+from llm.support.dataset import make_examples
+from llm.support.evaluate import Scores, group, group_lines, interval, interval_line
+from llm.support.store import Store
 
 
 def test_wilson_interval_matches_textbook_values():
@@ -19,3 +23,28 @@ def test_interval_line_names_both_rates_and_their_counts():
     assert interval_line(r) == (
         "autoregressive twin: tool calls 95.0% [89.5, 97.7] of 120, answer facts 95.6% [91.5, 97.7] of 180"
     )
+
+
+def test_stock_questions_are_read_by_state_and_greetings_on_their_own():
+    store = Store()
+    examples = make_examples(600, seed=12345, split="heldout")
+    groups = {}
+    for e in examples:
+        groups.setdefault(group(e, store), set()).add(e.intent)
+    assert groups["stock: not carried"] == {"unknown_product"}
+    assert groups["stock: in stock"] == groups["stock: out of stock"] == {"stock"}
+    assert groups["greeting"] == {"greeting"}
+    for e in examples:  # a stock question's state is the store's own for the product asked about
+        if e.intent == "stock" and e.meta.get("call") == 2:
+            result = json.loads(e.messages[-1]["content"])
+            assert group(e, store) == "stock: " + ("in stock" if result["in_stock"] else "out of stock")
+
+
+def test_group_lines_give_each_rate_its_interval():
+    r = Scores(
+        "diffusion", 0.9, 0.9, 0.9, 6.0, 70.0, 10, 10, {"stock: in stock": (19, 20), "greeting": (0, 4)}
+    )
+    assert group_lines(r) == [
+        "diffusion, greeting: 0.0% [0.0, 49.0] of 4",
+        "diffusion, stock: in stock: 95.0% [76.4, 99.1] of 20",
+    ]

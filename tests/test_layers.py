@@ -61,7 +61,8 @@ def test_the_agents_tools_stand_on_the_store_alone():
     loaded = loaded_after_importing(sorted(TOOLS_DOOR))
     support = {m for m in loaded if m.startswith("llm.support")}
     assert support == {"llm.support", "llm.support.tools", "llm.support.models", "llm.support.store",
-                       "llm.support.policy", "llm.support.spoken", "llm.support.datafiles"}  # fmt: skip
+                       "llm.support.search", "llm.support.policy", "llm.support.spoken",
+                       "llm.support.datafiles"}  # fmt: skip
 
 
 def imported(path: Path) -> set[str]:

@@ -118,7 +118,7 @@ def test_fast_mode_gives_the_same_conversation_much_faster(tmp_path, models, ser
     for turn in fast:
         assert_complete(turn)
     assert fast[1]["tool_calls"][0]["name"] == "lookup_order"
-    assert tool_correct(fast[1], {"name": "lookup_order", "arguments": {"order_id": "1028"}})
+    assert tool_correct(fast[1], [{"name": "lookup_order", "arguments": {"order_id": "1028"}}])
     # fast mode skips only idle waiting: the latencies inside a turn are real compute, not skipped time
     assert 0 < fast[1]["ttfat_ms"] < 5_000
 
@@ -348,8 +348,9 @@ def test_the_replay_command_in_a_fresh_interpreter(tmp_path, models):
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["rc"] == 0 and result["torch"] is False
     # the agent's tools and what they stand on, and where the bundled weights are; no generator, no training
-    allowed = {"llm.support", "llm.support.tools", "llm.support.store", "llm.support.policy",
-               "llm.support.spoken", "llm.support.datafiles", "llm.support.models"}  # fmt: skip
+    allowed = {"llm.support", "llm.support.tools", "llm.support.store", "llm.support.search",
+               "llm.support.policy", "llm.support.spoken", "llm.support.datafiles",
+               "llm.support.models"}  # fmt: skip
     assert set(result["support"]) <= allowed, set(result["support"]) - allowed
     (turn,) = read_run(tmp_path / "run")[0]
     assert turn["status"] == "ok" and "eight in the morning" in turn["answer"]
@@ -364,7 +365,7 @@ def test_speech_that_comes_back_drops_what_was_started_on_the_pause(tmp_path, mo
     (turn,) = turns
     assert_complete(turn)
     assert turn["speculative"] and turn["discarded"]["asr_runs"] + turn["discarded"]["llm_runs"] >= 1
-    assert tool_correct(turn, {"name": "lookup_order", "arguments": {"order_id": "1028"}})
+    assert tool_correct(turn, [{"name": "lookup_order", "arguments": {"order_id": "1028"}}])
     assert [c["tools"] for c in turn["llm_calls"]] == [["lookup_order"], []]  # the kept attempt's calls only
     events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
     discarded = [e for e in events if e["event"] == "attempt_discarded"]

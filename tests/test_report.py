@@ -6,7 +6,7 @@ import json
 import math
 
 from voice.cli import main
-from voice.report import INF, percentile, quality, summarize, wer
+from voice.report import INF, expected_tools, facts_correct, percentile, quality, summarize, tool_correct, wer
 from voice.runlog import RunLog, read_run
 
 
@@ -55,6 +55,23 @@ def test_quality_against_the_manifest():
     # 0 + 1 (by/bye) + 2 (seven one / one seven) word errors over 8 + 2 + 5 reference words
     assert q["wer"] == round(3 / 15, 4)
     assert wer([("a b c", "a x c d")]) == 2 / 3
+
+
+def test_manifests_fit_any_agent_argument_subsets_several_calls_and_regex_facts():
+    booked = {"name": "book_room", "arguments": '{"room": "Blue Room", "hour": 14, "note": "x"}'}
+    want = {"name": "book_room", "arguments": {"room": "blue room", "hour": 14}}
+    assert tool_correct({"tool_calls": [booked]}, [want])  # arguments not named are free
+    assert not tool_correct({"tool_calls": [booked]}, [{**want, "arguments": {"hour": 15}}])
+    assert not tool_correct({"tool_calls": [booked]}, [{**want, "name": "cancel_room"}])
+    assert not tool_correct({"tool_calls": [booked, booked]}, [want])  # one call too many
+    assert tool_correct({"tool_calls": [booked, {"name": "confirm", "arguments": "{}"}]},
+                        [want, {"name": "confirm"}])  # fmt: skip
+    assert not tool_correct({"tool_calls": [{"name": "book_room", "arguments": "{broken"}]}, [want])
+    assert expected_tools({"expected_tools": [want]}) == [want]
+    assert expected_tools({"expected_tool": want}) == [want] and expected_tools({"expected_tool": None}) == []
+    answer = {"answer": "The Blue Room is free at 2 PM, on floor 3."}
+    assert facts_correct(answer, ["blue room", {"regex": r"\b(2|two) ?pm\b"}, {"regex": r"floor \d"}])
+    assert not facts_correct(answer, [{"regex": r"floor [4-9]"}])
 
 
 def test_run_directory_report_html_and_compare(tmp_path, capsys):

@@ -10,12 +10,14 @@ import httpx
 import pytest
 from openai import OpenAI
 
+from llm.agentfile import load_agent_file
 from llm.serving.process import LocalServer
 from llm.serving.requests import Limits
 from llm.support.models import model_dir
 from llm.support.policy import SYSTEM_PROMPT
 from llm.support.store import Store
-from llm.support.tools import SCHEMAS as TOOLS
+
+TOOLS = [t.schema for t in load_agent_file().tools]  # the bundled agent's tool schemas
 
 
 @pytest.fixture(scope="module")

@@ -4,10 +4,21 @@ import sqlite3
 
 import pytest
 
+from llm.agentfile import load_agent_file
 from llm.support.policy import SYSTEM_PROMPT
 from llm.support.spoken import digits, money, number, ordinal, parse_order_id, say_order_id, spoken_date
-from llm.support.store import DEFAULT_DB, STATUSES, TODAY, Store, build_database, dump
-from llm.support.tools import SCHEMAS as TOOLS
+from llm.support.store import (
+    DEFAULT_DB,
+    NOT_CARRIED,
+    STATUSES,
+    TODAY,
+    Store,
+    build_database,
+    dump,
+    order_id_of,
+)
+
+TOOLS = [t.schema for t in load_agent_file().tools]  # the bundled agent's tool schemas
 
 ORDER_COLUMNS = [
     "order_id",
@@ -265,3 +276,140 @@ def test_execute_never_raises(store):
     ]:
         res = store.execute(name, args)
         assert "error" in res, (name, args, res)
+
+
+# -- search: what callers and models call a product ------------------------------------------------
+
+
+def _plural(word: str) -> str:
+    if word.endswith(("s", "x", "ch", "sh")):
+        return word
+    if word.endswith("y") and word[-2] not in "aeiou":
+        return word[:-1] + "ies"
+    return word[:-2] + "ves" if word.endswith("fe") else word + "s"
+
+
+def _misspelt(name: str, swap: bool) -> str | None:
+    """The name with its longest word misspelt in the middle: a letter dropped, or two swapped."""
+    words = name.split()
+    i = max(range(len(words)), key=lambda k: len(words[k]))
+    w, j = words[i], len(words[i]) // 2
+    if len(w) < 5:
+        return None
+    words[i] = w[: j - 1] + w[j] + w[j - 1] + w[j + 1 :] if swap else w[:j] + w[j + 1 :]
+    return " ".join(words)
+
+
+def _variants(name: str) -> dict[str, str | None]:
+    words = name.split()
+    return {
+        "upper case": name.upper(),
+        "plural": " ".join([*words[:-1], _plural(words[-1])]),
+        "asked": f"do you still have any {name} in stock please",
+        "letter dropped": _misspelt(name, swap=False),
+        "letters swapped": _misspelt(name, swap=True),
+        "run together": "".join(words) if len(words) > 1 else None,
+    }
+
+
+def test_every_product_is_found_as_callers_say_it(store):
+    wrong = [
+        (kind, said, store.find_product(said))
+        for name in store.products
+        for kind, said in _variants(name).items()
+        if said is not None and store.find_product(said) != name
+    ]
+    assert not wrong, wrong
+
+
+@pytest.mark.parametrize(
+    "said, expected",
+    [
+        # a word left out, or one of the caller's own
+        ("earbuds", "wireless earbuds"),
+        ("memory pillow", "memory foam pillow"),
+        ("foam pillow", "memory foam pillow"),
+        ("pillow", "throw pillow"),  # all of a shorter name beats part of a longer one
+        ("cat litter box", "cat litter"),
+        ("electric tea kettle", "electric kettle"),
+        ("can i buy a toaster", "toaster"),
+        # words split or run together
+        ("ear buds", "wireless earbuds"),
+        ("head phones", "headphones"),
+        ("blue tooth speaker", "bluetooth speaker"),
+        ("tooth brush", "electric toothbrush"),
+        ("smartwatch", "smart watch"),
+        ("usb-c cable", "usb cable"),
+        # plurals a rule has to know
+        ("knives", "chef knife"),
+        ("knit beanies", "knit beanie"),
+        ("a pair of sunglasses", "sunglasses"),
+        # names near each other: the misspelling goes to the name it is closest to
+        ("bech towel", "beach towel"),
+        ("bth towel", "bath towel"),
+        ("spce rack", "spice rack"),
+        ("shoo rack", "shoe rack"),
+        ("wall clok", "wall clock"),
+        ("alarm clok", "alarm clock"),
+        ("tablet cse", "tablet case"),
+        ("phone cases", "phone case"),
+        ("tea kettel", "tea kettle"),
+        ("robot vaccum", "robot vacuum"),
+        ("vaccum cleaner", "vacuum cleaner"),
+        ("floor lamps", "floor lamp"),
+        ("desk lamp", "desk lamp"),
+        ("dog leesh", "dog leash"),
+        ("bike helmit", "bike helmet"),
+        ("coffee mug", "coffee mugs"),
+        ("coffe maker", "coffee maker"),
+        # not carried, however close a word comes
+        ("air conditioner", None),  # not the hair conditioner
+        ("printer ink", None),  # not printer paper
+        ("electric guitar", None),
+        ("sneakers", None),  # not the bluetooth speaker
+        ("projector", None),  # not the screen protector
+        ("stroller", None),  # not the foam roller
+        ("dog bowl", None),
+        ("lawn mower", None),
+        ("", None),
+        ("the", None),
+    ],
+)
+def test_search_near_names_and_not_found(store, said, expected):
+    assert store.find_product(said) == expected
+
+
+def test_nothing_not_carried_is_found(store):
+    assert {n: store.find_product(n) for n in NOT_CARRIED if store.find_product(n)} == {}
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "4217",
+        " 4217 ",
+        "#4217",
+        "order 4217",
+        "Order #4217",
+        "order number: 4217",
+        "ORD-4217",
+        "4,217",
+        "4217.",
+        "4217.0",
+        "04217",
+        "4-2-1-7",
+        "4 2 1 7",
+        "42-17",
+        "four two one seven",
+        "forty two seventeen",
+        "four thousand two hundred seventeen",
+        "four thousand two hundred and seventeen",
+    ],
+)
+def test_order_number_as_the_model_may_write_it(written):
+    assert order_id_of(written) == "4217"
+
+
+@pytest.mark.parametrize("written", ["", "42", "12345", "order", "four two"])
+def test_order_number_that_is_not_one(written):
+    assert order_id_of(written) is None

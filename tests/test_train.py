@@ -4,33 +4,79 @@ engine computes when it decodes (no answer token can see itself through the mask
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import torch
+from safetensors.torch import load_file
 
 from llm.engine.checkpoint import load_checkpoint
 from llm.engine.engine import Engine
 from llm.engine.params import GenerationParams
 from llm.engine.tokenizer import Tokenizer
 from llm.support.models import BUNDLED
+from llm.support.recipe import install, load_recipe, run_recipe
 from llm.support.train import Batches, TrainConfig, batch_logits, render, train
 
 TINY = dict(hidden_size=64, num_layers=2, num_heads=4, intermediate_size=128, batch_size=8, examples=400,
             tokenizer_examples=400, save_every=1000, warmup=5, lr=3e-3)  # fmt: skip
 
+# The shipped recipe's shape at a size that trains in seconds.
+TINY_RECIPE = """
+ship_dtype = "bfloat16"
+[data]
+examples = 400
+tokenizer_examples = 400
+[backbone]
+hidden_size = 64
+num_layers = 2
+num_heads = 4
+intermediate_size = 128
+[[stages]]
+name = "ar"
+block_size = 1
+steps = 40
+batch_size = 8
+warmup = 5
+lr = 3e-3
+save_every = 1000
+[[stages]]
+name = "diffusion"
+init = "ar"
+block_size = 8
+steps = 20
+batch_size = 8
+warmup = 5
+lr = 3e-3
+complementary = true
+seed = 1
+[ships]
+bundled = "diffusion"
+bundled-ar = "ar"
+"""
+
 
 @pytest.fixture(scope="module")
-def ar_dir(tmp_path_factory):
-    out = tmp_path_factory.mktemp("ar")
-    train(TrainConfig(out=out, block_size=1, steps=40, **TINY))
-    return out
+def recipe(tmp_path_factory):
+    path = tmp_path_factory.mktemp("recipe") / "recipe.toml"
+    path.write_text(TINY_RECIPE)
+    return load_recipe(path)
 
 
 @pytest.fixture(scope="module")
-def diffusion_dir(tmp_path_factory, ar_dir):
-    out = tmp_path_factory.mktemp("dllm")
-    train(TrainConfig(out=out, block_size=8, init=ar_dir, steps=20, **TINY))
-    return out
+def trained(tmp_path_factory, recipe):
+    out = tmp_path_factory.mktemp("models")
+    return out, run_recipe(recipe, out)
+
+
+@pytest.fixture(scope="module")
+def ar_dir(trained):
+    return trained[1]["bundled-ar"]
+
+
+@pytest.fixture(scope="module")
+def diffusion_dir(trained):
+    return trained[1]["bundled"]
 
 
 def losses(path) -> list[float]:
@@ -47,7 +93,60 @@ def test_short_training_runs_lower_the_loss_and_write_loadable_checkpoints(ar_di
         prompt = engine.tokenizer.encode_chat([{"role": "user", "content": "hi"}])
         gen = engine.generate([prompt], GenerationParams(gen_length=16, steps=16))[0]
         assert gen.forwards >= 1
-    assert json.loads((diffusion_dir / "train_info.json").read_text())["init"] == str(ar_dir)
+
+
+def test_the_recipe_writes_each_stage_lineage_from_the_recipe_and_the_commit(recipe, trained, ar_dir):
+    out, shipped = trained
+    info = json.loads((shipped["bundled"] / "train_info.json").read_text())
+    assert info["stage"] == "diffusion" and info["init"] == "ar"
+    assert re.fullmatch(r"[0-9a-f]{40}", info["commit"]) and isinstance(info["dirty"], bool)
+    assert info["settings"] == {**recipe.data, **recipe.backbone, **recipe.stages[1].settings}
+    assert info["run"]["steps"] == 20 and info["run"]["device"] == "cpu" and info["run"]["seconds"] > 0
+    assert [e["stage"] for e in info["earlier"]] == ["ar"]
+    ar_info = json.loads((ar_dir / "train_info.json").read_text())
+    assert info["earlier"][0] == {k: v for k, v in ar_info.items() if k != "earlier"}
+    before = {p: p.stat().st_mtime_ns for p in out.rglob("*")}
+    assert run_recipe(recipe, out) == shipped  # done stages are not trained again
+    assert {p: p.stat().st_mtime_ns for p in out.rglob("*")} == before
+
+
+def test_install_ships_the_recipes_stages_in_its_dtype(tmp_path, recipe, trained):
+    out, _ = trained
+    weights = {"bundled": tmp_path / "diffusion", "bundled-ar": tmp_path / "ar"}
+    install(recipe, out, weights)
+    for name, stage in recipe.ships.items():
+        tensors = load_file(str(weights[name] / "model.safetensors"))
+        assert {t.dtype for t in tensors.values()} == {torch.bfloat16}
+        trained_model = load_checkpoint(out / stage, device="cpu").model
+        shipped = load_checkpoint(weights[name], device="cpu")
+        for key, value in shipped.model.state_dict().items():  # fp32 in the engine, bf16-rounded
+            assert torch.equal(value, trained_model.state_dict()[key].to(torch.bfloat16).float())
+        assert (weights[name] / "train_info.json").read_bytes() == (
+            out / stage / "train_info.json"
+        ).read_bytes()
+
+
+@pytest.mark.parametrize(
+    "old, new, error",
+    [
+        ('init = "ar"', 'init = "diffusion"', "not an earlier stage"),
+        ("steps = 20", "step = 20", "unknown keys"),
+        ("hidden_size = 64", "hidden = 64", "unknown keys"),
+        ('bundled-ar = "ar"', 'bundled-ar = "twin"', "do not exist"),
+        ('ship_dtype = "bfloat16"', 'ship_dtype = "int4"', "ship_dtype"),
+    ],
+)
+def test_a_recipe_with_mistakes_is_refused(tmp_path, old, new, error):
+    path = tmp_path / "recipe.toml"
+    path.write_text(TINY_RECIPE.replace(old, new))
+    with pytest.raises(ValueError, match=error):
+        load_recipe(path)
+
+
+def test_the_shipped_recipe_reads():
+    recipe = load_recipe()
+    assert [s.name for s in recipe.stages] == ["ar", "diffusion"] and recipe.stages[1].init == "ar"
+    assert recipe.ships == {"bundled": "diffusion", "bundled-ar": "ar"}
 
 
 @pytest.mark.parametrize("which", ["trained", "bundled", "bundled-ar"])

@@ -194,3 +194,31 @@ async def _run(
     summary = summarize(log.records, {**env, "warmup_ms (excluded)": warmup})
     log.close(summary)
     return summary
+
+
+async def run_ab(calls: list[CallInput], arms: list[tuple[str, Stages, dict]], settings: Settings,
+                 out: Path) -> list[dict]:  # fmt: skip
+    """An A/B run: every call replayed against each arm (label, stages, environment) in turn, the order
+    reversed from one call to the next (A B, B A, ...) so that drift of the machine hits every arm alike;
+    each arm gets its own run directory ``out/<label>`` and summary. Returns the summaries."""
+    from tqdm import tqdm
+
+    from voice.report import summarize
+
+    logs = [RunLog(out / label) for label, _, _ in arms]
+    warmups = [await stages.warm_up() for _, stages, _ in arms]
+    order: list[list[str]] = []
+    with tqdm(total=len(calls) * len(arms), unit="call", desc="replay A/B", file=sys.stderr) as bar:
+        for i, call in enumerate(calls):
+            turn = list(range(len(arms)))[:: 1 if i % 2 == 0 else -1]
+            order.append([arms[k][0] for k in turn])
+            for k in turn:
+                await replay_call(call, arms[k][1], settings, logs[k])
+                bar.update()
+    summaries = []
+    for (label, _, env), log, warmup in zip(arms, logs, warmups, strict=True):
+        ab = {"arms": [a[0] for a in arms], "this arm": label, "order per call": order}
+        summary = summarize(log.records, {**env, "warmup_ms (excluded)": warmup, "ab": ab})
+        log.close(summary)
+        summaries.append(summary)
+    return summaries

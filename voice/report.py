@@ -119,25 +119,56 @@ def wer(pairs: list[tuple[str, str]]) -> float | None:
     return sum(edit_distance(r, normalize(h)) for r, (_, h) in zip(refs, pairs, strict=True)) / words
 
 
-def _tool_key(call: dict) -> tuple[str, str]:
+def _arguments(call: dict) -> dict | None:
     args = call.get("arguments") or {}
     if isinstance(args, str):
         try:
             args = json.loads(args)
         except json.JSONDecodeError:
-            return call.get("name", ""), args
-    first = next(iter(args.values()), "") if isinstance(args, dict) and args else ""
-    return call.get("name", ""), " ".join(normalize(str(first)))
+            return None
+    return args if isinstance(args, dict) else None
 
 
-def tool_correct(turn: dict, expected: dict | None) -> bool:
-    made = [_tool_key(c) for c in turn.get("tool_calls") or []]
-    return made == ([_tool_key(expected)] if expected else [])
+def _same_value(want: object, got: object) -> bool:
+    if isinstance(want, str) and isinstance(got, str | int | float):
+        return normalize(want) == normalize(str(got))
+    return want == got
 
 
-def facts_correct(turn: dict, facts: list[str]) -> bool:
-    answer = " ".join(normalize(turn.get("answer") or ""))
-    return all(" ".join(normalize(f)) in answer for f in facts)
+def tool_matches(made: dict, expected: dict) -> bool:
+    """A tool call as the manifest expects it: the same name, and every argument the manifest names with
+    the same value (strings compared as words: case and punctuation aside); other arguments are free."""
+    args = _arguments(made)
+    wanted = expected.get("arguments") or {}
+    return (
+        made.get("name") == expected.get("name")
+        and args is not None
+        and all(k in args and _same_value(v, args[k]) for k, v in wanted.items())
+    )
+
+
+def expected_tools(reference: dict) -> list[dict]:
+    """The manifest's expected calls: ``expected_tools`` (a list), or ``expected_tool`` (one, or null)."""
+    if "expected_tools" in reference:
+        return list(reference["expected_tools"] or [])
+    return [reference["expected_tool"]] if reference.get("expected_tool") else []
+
+
+def tool_correct(turn: dict, expected: list[dict]) -> bool:
+    made = turn.get("tool_calls") or []
+    return len(made) == len(expected) and all(map(tool_matches, made, expected))
+
+
+def fact_stated(answer: str, fact: str | dict) -> bool:
+    """A fact is a string the answer must contain (as words), or ``{"regex": ...}`` it must match."""
+    if isinstance(fact, dict):
+        return re.search(fact["regex"], answer, flags=re.IGNORECASE) is not None
+    return " ".join(normalize(fact)) in " ".join(normalize(answer))
+
+
+def facts_correct(turn: dict, facts: list[str | dict]) -> bool:
+    answer = turn.get("answer") or ""
+    return all(fact_stated(answer, f) for f in facts)
 
 
 def quality(turns: list[dict]) -> dict:
@@ -147,7 +178,7 @@ def quality(turns: list[dict]) -> dict:
     t0_errors = [abs(t["t0_error_ms"]) for t in ref if t.get("t0_error_ms") is not None]
     rate = lambda ok, n: round(ok / n, 4) if n else None  # noqa: E731
     word_error = wer([(t["reference"]["text"], t.get("transcript") or "") for t in ref])
-    tools_ok = sum(tool_correct(t, t["reference"].get("expected_tool")) for t in ref)
+    tools_ok = sum(tool_correct(t, expected_tools(t["reference"])) for t in ref)
     facts_ok = sum(facts_correct(t, t["reference"]["facts"]) for t in with_facts)
     return {
         "turns_with_reference": len(ref),

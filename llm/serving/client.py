@@ -47,15 +47,15 @@ class OpenAIChat:
             if not chunk.choices:
                 continue
             delta = chunk.choices[0].delta
-            reasoning = (delta.model_extra or {}).get("reasoning_content")
+            extra = delta.model_extra or {}
+            reasoning = extra.get("reasoning_content") or extra.get("reasoning")  # vLLM, SGLang: either
             if reasoning:
                 yield Delta("reasoning", now, reasoning)
             if delta.content:
                 yield Delta("content", now, delta.content)
             for tc in delta.tool_calls or []:
-                call = calls.setdefault(
-                    tc.index, ToolCall(name="", arguments="", id=tc.id or f"call_{tc.index + 1}")
-                )
+                key = _call_index(tc, calls)
+                call = calls.setdefault(key, ToolCall(name="", arguments="", id=tc.id or f"call_{key + 1}"))
                 if tc.function and tc.function.name:
                     call.name += tc.function.name
                 if tc.function and tc.function.arguments:
@@ -63,6 +63,53 @@ class OpenAIChat:
         for call in calls.values():
             yield Delta("tool_call", time.monotonic_ns(), tool_call=call)
         yield Delta("done", time.monotonic_ns(), timings=timings)
+
+
+def _call_index(tc, calls: dict[int, ToolCall]) -> int:
+    """Which tool call a streamed piece belongs to. OpenAI numbers them (`index`); some endpoints do not,
+    and send each call whole, or its pieces in a row: a new `id` starts a new call."""
+    if tc.index is not None:
+        return tc.index
+    last = max(calls, default=None)
+    if last is None or (tc.id and tc.id != calls[last].id):
+        return len(calls)
+    return last
+
+
+class EndpointError(RuntimeError):
+    """The LLM endpoint cannot serve the run (unreachable, key refused, no such model, no tools); the
+    message says which, so nothing is replayed against it."""
+
+
+def check_endpoint(base_url: str, model: str | None, tools: list[dict] | None, api_key: str | None) -> str:
+    """Before any audio: the endpoint answers, the model to send (given, or the endpoint's first), and a
+    one-token request with the agent's tools is accepted. Returns the model name."""
+    import openai
+
+    client = openai.OpenAI(base_url=base_url, api_key=api_key or "none", timeout=30.0, max_retries=0)
+    try:
+        served = [m.id for m in client.models.list().data]
+    except openai.AuthenticationError:
+        raise EndpointError(f"{base_url}: the API key was refused (--api-key or $OPENAI_API_KEY)") from None
+    except openai.APIConnectionError as e:
+        raise EndpointError(f"{base_url}: no OpenAI-compatible endpoint answers there ({e})") from None
+    except openai.APIStatusError:
+        served = []  # some endpoints have no /models; the request below still tells
+    if model is None:
+        if not served:
+            raise EndpointError(f"{base_url}: lists no models; name one with --llm-model")
+        model = served[0]
+    try:
+        client.chat.completions.create(model=model, messages=[{"role": "user", "content": "hello"}],
+                                       tools=tools or openai.NOT_GIVEN, max_tokens=1)  # fmt: skip
+    except openai.AuthenticationError:
+        raise EndpointError(f"{base_url}: the API key was refused (--api-key or $OPENAI_API_KEY)") from None
+    except openai.APIStatusError as e:
+        what = "tool calls (the agent's tools)" if tools and "tool" in str(e).lower() else "the request"
+        raise EndpointError(f"{base_url}: model {model!r} rejects {what}: {e}") from None
+    except openai.APIConnectionError as e:
+        raise EndpointError(f"{base_url}: no answer to a first request ({e})") from None
+    return model
 
 
 def server_info(base_url: str) -> dict | None:

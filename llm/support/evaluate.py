@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tqdm import tqdm
@@ -28,7 +28,7 @@ from llm.serving.reply import split_reply
 from llm.support.dataset import Example, make_examples, real_queries
 from llm.support.policy import SYSTEM_PROMPT
 from llm.support.spoken import caller_words, parse_order_id
-from llm.support.store import STATUSES, order_id_argument
+from llm.support.store import STATUSES, Store, order_id_argument
 
 CARRIERS_AND_PHRASES = ["UPS", "USPS", "FedEx", "DHL", "your order", "should arrive", "December", "January"]
 ORDER_FACT_WORDS = [s.replace("_", " ") for s in STATUSES] + CARRIERS_AND_PHRASES
@@ -44,6 +44,7 @@ class Scores:
     ms_per_answer: float
     n_tool: int
     n_answer: int
+    groups: dict[str, tuple[int, int]] = field(default_factory=dict)  # group -> (right, n); see `group`
 
     def row(self) -> str:
         return (
@@ -78,6 +79,30 @@ def interval_line(r: Scores) -> str:
     )
 
 
+def group(example: Example, store: Store) -> str | None:
+    """The targets read separately: each stock state (in stock, out of stock, not carried; both calls of
+    a stock question) and bare greetings."""
+    if example.intent == "unknown_product":
+        return "stock: not carried"
+    if example.intent == "stock":
+        row = store.products.get(store.find_product(example.meta["product"]) or "")
+        return (
+            "stock: not carried"
+            if row is None
+            else "stock: " + ("in stock" if row["in_stock"] else "out of stock")
+        )
+    return "greeting" if example.intent == "greeting" else None
+
+
+def group_lines(r: Scores) -> list[str]:
+    """Each group's rate with its interval, as eval-llm prints them."""
+    lines = []
+    for name, (right, n) in sorted(r.groups.items()):
+        lo, hi = interval(right / n, n)
+        lines.append(f"{r.setting}, {name}: {100 * right / n:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}] of {n}")
+    return lines
+
+
 HEADER = f"{'setting':<34} {'tool%':>6} {'fact%':>6} {'exact%':>6} {'tok/fw':>7} {'ms/ans':>8}"
 
 
@@ -106,6 +131,8 @@ def score(engine: Engine, examples: list[Example], params: GenerationParams, set
     tok = engine.tokenizer
     prompts = [tok.encode_chat(e.messages) for e in examples]
     tool_ok, ans_ok, exact = [], [], []
+    groups: dict[str, list[bool]] = {}
+    store = Store()
     tokens = forwards = 0
     for i in range(0, len(prompts), batch):
         for ex, gen in zip(
@@ -117,13 +144,16 @@ def score(engine: Engine, examples: list[Example], params: GenerationParams, set
                                  "user": ex.messages[-1]["content"], "want": ex.target,
                                  "got": tok.decode(gen.token_ids, skip_special_tokens=False)})  # fmt: skip
             (tool_ok if ex.target.get("tool_calls") else ans_ok).append(ok)
+            if (name := group(ex, store)) is not None:
+                groups.setdefault(name, []).append(ok)
             exact.append(ex_ok)
             tokens += len(gen.token_ids) + 1  # + the end-of-sequence token it committed
             forwards += gen.forwards
     times = [engine.generate([p], params)[0].total_ms for p in prompts[:timed]]
     mean = lambda xs: statistics.mean(xs) if xs else 0.0  # noqa: E731
     return Scores(setting, mean(tool_ok), mean(ans_ok), mean(exact), tokens / max(forwards, 1),
-                  statistics.median(times), len(tool_ok), len(ans_ok))  # fmt: skip
+                  statistics.median(times), len(tool_ok), len(ans_ok),
+                  {k: (sum(v), len(v)) for k, v in groups.items()})  # fmt: skip
 
 
 def invented_order_facts(engine: Engine, params: GenerationParams, limit: int = 400) -> dict:
@@ -227,8 +257,9 @@ def sweep(model_dir, ar_dir, n: int, out: Path, default_only: bool = False) -> d
         results.append(score(ar, unseen_products, twin, "AR twin, unseen products"))
         print(results[-1].row())
     print("95% intervals (Wilson):")
-    for r in targets:
-        print("  " + interval_line(r))
+    for r in targets + [r for r in results if "unseen" in r.setting]:
+        for line in [interval_line(r), *group_lines(r)]:
+            print("  " + line)
     oos = invented_order_facts(engine, default)
     print("real out-of-scope queries:", json.dumps(oos))
     out.mkdir(parents=True, exist_ok=True)

@@ -12,13 +12,13 @@ import argparse
 import datetime as _dt
 import json
 import random
-import re
 import sqlite3
 from pathlib import Path
 
 from llm.support.datafiles import DATA, load
 from llm.support.policy import FREE_SHIPPING_OVER_CENTS, SHIPPING_FEE_CENTS
-from llm.support.spoken import money, number, parse_order_id, spoken_date
+from llm.support.search import ProductSearch, order_id_of
+from llm.support.spoken import money, number, spoken_date
 
 TODAY = _dt.date(2026, 12, 1)
 DEFAULT_DB = DATA / "store.sqlite"
@@ -152,25 +152,6 @@ def dump(path: str | Path) -> str:
         con.close()
 
 
-_STOP = {"a", "an", "the", "some", "any", "pair", "of", "set", "my", "your", "in", "stock", "please"}
-
-
-def _norm_words(text: str) -> list[str]:
-    words = re.findall(r"[a-z]+", str(text).lower())
-    out = []
-    for w in words:
-        if w in _STOP:
-            continue
-        if len(w) > 3 and w.endswith("ies"):
-            w = w[:-3] + "y"
-        elif len(w) > 3 and w.endswith(("ches", "shes", "xes", "sses")):
-            w = w[:-2]
-        elif len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
-            w = w[:-1]
-        out.append(w)
-    return out
-
-
 def order_result(order_id: str, row: dict) -> dict:
     """What ``lookup_order`` says about an orders row: only the facts its status makes relevant, spoken."""
     res: dict = {"found": True, "order_id": order_id, "status": row["status"]}
@@ -220,31 +201,21 @@ class Store:
             self.products = {r["name"]: dict(r) for r in rows}
         finally:
             con.close()
-        self._product_words = {name: set(_norm_words(name)) for name in self.products}
+        self.search = ProductSearch(list(self.products))
 
     # -- tools ---------------------------------------------------------------------------------
 
     def lookup_order(self, order_id: str) -> dict:
-        raw = str(order_id).strip()
-        oid = raw if re.fullmatch(r"\d{4}", raw) else parse_order_id(raw)
+        """An order by what the model wrote for its number: "4217", "#4217", "order 4217", "4,217",
+        "04217", "four two one seven", "forty two seventeen", "four thousand two hundred seventeen"."""
+        oid = order_id_of(str(order_id))
         if oid is None or oid not in self.orders:
-            return {"found": False, "order_id": oid if oid is not None else raw}
+            return {"found": False, "order_id": oid if oid is not None else str(order_id).strip()}
         return order_result(oid, self.orders[oid])
 
     def find_product(self, product: str) -> str | None:
-        """Forgiving, case-insensitive match of a product name; None when nothing matches."""
-        q = set(_norm_words(product))
-        if not q:
-            return None
-        best, best_score = None, 0.0
-        for name, words in self._product_words.items():
-            if q == words:
-                return name
-            if q <= words or words <= q:
-                score = len(q & words) / len(q | words)
-                if score > best_score:
-                    best, best_score = name, score
-        return best
+        """The catalogue's name for a product as callers and the model say it (``ProductSearch``)."""
+        return self.search.find(product)
 
     def check_stock(self, product: str) -> dict:
         name = self.find_product(product)

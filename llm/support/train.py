@@ -63,6 +63,7 @@ class TrainConfig:
     tokenizer_examples: int = 20000
     save_every: int = 200
     bf16: bool = True
+    device: str = "cpu"
 
 
 def render(tok: Tokenizer, messages: list[dict], target: dict) -> tuple[list[int], list[int]]:
@@ -200,7 +201,9 @@ def new_model_config(tc: TrainConfig, tok: Tokenizer) -> ModelConfig:
     )
 
 
-def train(tc: TrainConfig) -> Path:
+def train(tc: TrainConfig) -> dict:
+    """Train one stage into ``tc.out`` (resuming from its last checkpoint there); return what the run
+    was: steps, seconds (over all runs of the stage), threads and device."""
     torch.manual_seed(tc.seed)
     random.seed(tc.seed)
     tc.out.mkdir(parents=True, exist_ok=True)
@@ -221,14 +224,15 @@ def train(tc: TrainConfig) -> Path:
     examples = make_examples(tc.examples, seed=tc.seed)
     pairs = [render(tok, e.messages, e.target) for e in examples]
     batches = Batches(pairs, cfg, tc.block_size, tc.min_t, tc.complementary)
+    model.to(tc.device)
     opt = torch.optim.AdamW(model.parameters(), lr=tc.lr, weight_decay=tc.weight_decay, betas=(0.9, 0.95))
     state_file = tc.out / "train_state.pt"
-    step = 0
+    step, seconds = 0, 0.0
     if state_file.exists():  # resume
-        state = torch.load(state_file, weights_only=False)
+        state = torch.load(state_file, weights_only=False, map_location=tc.device)
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
-        step = state["step"]
+        step, seconds = state["step"], state.get("seconds", 0.0)
     gen = torch.Generator().manual_seed(tc.seed + step)
     order = random.Random(tc.seed)
     log = (tc.out / "train_log.jsonl").open("a")  # noqa: SIM115 (closed below)
@@ -239,8 +243,9 @@ def train(tc: TrainConfig) -> Path:
         for group in opt.param_groups:
             group["lr"] = lr
         idx = [order.randrange(len(pairs)) for _ in range(tc.batch_size)]
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=tc.bf16):
-            loss = batch_loss(model, batches.make(idx, gen))
+        batch = {k: v.to(tc.device) for k, v in batches.make(idx, gen).items()}
+        with torch.autocast(torch.device(tc.device).type, dtype=torch.bfloat16, enabled=tc.bf16):
+            loss = batch_loss(model, batch)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -250,30 +255,37 @@ def train(tc: TrainConfig) -> Path:
         bar.set_postfix(loss=f"{loss.item():.4f}")
         log.write(json.dumps({"step": step, "loss": round(loss.item(), 5), "lr": lr}) + "\n")
         if step % tc.save_every == 0 or step == tc.steps:
-            torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step}, state_file)
+            done = seconds + time.monotonic() - started
+            state = {
+                "model": model.state_dict(),
+                "optimizer": opt.state_dict(),
+                "step": step,
+                "seconds": done,
+            }
+            torch.save(state, state_file)
             save_checkpoint(model, tc.out)
             log.flush()
     bar.close()
     log.close()
-    info = {
-        "block_size": tc.block_size,
+    return {
         "steps": step,
-        "seconds_this_run": round(time.monotonic() - started, 1),
+        "seconds": round(torch.load(state_file, weights_only=False)["seconds"], 1),
         "threads": torch.get_num_threads(),
-        "device": "cpu",
-        "init": str(tc.init) if tc.init else None,
-        "lr": tc.lr,
-        "examples": tc.examples,
-        "seed": tc.seed,
-        "complementary": tc.complementary,
+        "device": torch.cuda.get_device_name(tc.device) if tc.device.startswith("cuda") else "cpu",
     }
-    (tc.out / "train_info.json").write_text(json.dumps(info, indent=2) + "\n")
-    return tc.out
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m llm.support.train", description=__doc__.split("\n\n")[0])
-    p.add_argument("--out", type=Path, required=True, help="output dir (resumes from train_state.pt)")
+    p = argparse.ArgumentParser(
+        prog="python -m llm.support.train",
+        description="Train the bundled models from their recipe (--recipe), or one stage by hand.",
+        epilog="The shipped models: python -m llm.support.train --recipe llm/support/recipe.toml --out "
+        "build/models, then --install to copy the shipped stages into llm/support/weights/.",
+    )
+    p.add_argument("--out", type=Path, required=True, help="output dir (resumes from what is there)")
+    p.add_argument("--recipe", type=Path, help="train every stage of this recipe (llm/support/recipe.toml)")
+    p.add_argument("--install", action="store_true", help="with --recipe: copy the shipped stages, trained "
+                   "into --out, over the bundled weights (in the recipe's dtype)")  # fmt: skip
     p.add_argument("--block-size", type=int, default=1, help="1 = autoregressive twin; 8 = block diffusion")
     p.add_argument("--init", type=Path, help="start from this checkpoint (the AR model for stage 2)")
     for name in ("steps", "batch_size", "examples", "seed", "save_every"):
@@ -284,14 +296,37 @@ def main(argv: list[str] | None = None) -> None:
         "--complementary", action="store_true", help="diffusion: train on both a mask and its complement"
     )
     p.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     a = p.parse_args(argv)
     torch.set_num_threads(a.threads)
+    from llm.support import recipe as recipes  # the recipe runs this module's train()
+
+    if a.recipe is not None:
+        recipe = recipes.load_recipe(a.recipe)
+        if a.install:
+            for model, path in recipes.install(recipe, a.out).items():
+                print(f"installed {model}: {path}")
+            return
+        for model, path in recipes.run_recipe(recipe, a.out, device=a.device).items():
+            print(f"{model}: {path}")
+        return
     tc = TrainConfig(
         out=a.out, block_size=a.block_size, init=a.init, steps=a.steps, batch_size=a.batch_size,
         examples=a.examples, seed=a.seed, save_every=a.save_every, lr=a.lr, bf16=not a.fp32,
-        complementary=a.complementary,
+        complementary=a.complementary, device=a.device,
     )  # fmt: skip
-    train(tc)
+    run = train(tc)
+    info = {
+        "init": str(tc.init) if tc.init else None,
+        **recipes.commit(),
+        "settings": _settings(tc),
+        "run": run,
+    }
+    (tc.out / "train_info.json").write_text(json.dumps(info, indent=2) + "\n")
+
+
+def _settings(tc: TrainConfig) -> dict:
+    return {k: v for k, v in vars(tc).items() if k not in ("out", "init", "device")}
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from voice.cli import (
     compare,
     eval_llm,
     generate,
+    manifest,
     replay,
     report,
     serve,
@@ -21,7 +22,20 @@ from voice.cli import (
     train,
 )
 
-COMMANDS = (replay, report, compare, talk, collect, serve, ask, generate, bench_llm, eval_llm, train)
+COMMANDS = (
+    replay,
+    report,
+    compare,
+    manifest,
+    talk,
+    collect,
+    serve,
+    ask,
+    generate,
+    bench_llm,
+    eval_llm,
+    train,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,7 +54,9 @@ def user_errors() -> tuple[type[Exception], ...]:
     """The project's own errors: each message says what to do, so they print as one line. Anything else
     is a bug and keeps its traceback. (All torch-free modules.)"""
     from asr.whisper import AsrModelError
+    from llm.agentfile import AgentFileError
     from llm.engine.errors import CheckpointError, DecodingError
+    from llm.serving.client import EndpointError
     from llm.serving.process import ServerStartError
     from llm.support.models import ModelNotFound
     from tts.piper import VoiceError
@@ -50,8 +66,9 @@ def user_errors() -> tuple[type[Exception], ...]:
     from voice.runlog import RunDirError
     from voice.settings import SettingsError
 
-    return (AsrModelError, CheckpointError, DecodingError, ServerStartError, ModelNotFound, VoiceError,
-            AudioError, AudioDeviceError, ManifestError, RunDirError, SettingsError)  # fmt: skip
+    return (AsrModelError, AgentFileError, CheckpointError, DecodingError, EndpointError, ServerStartError,
+            ModelNotFound, VoiceError, AudioError, AudioDeviceError, ManifestError, RunDirError,
+            SettingsError)  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,17 +6,19 @@ import argparse
 import json
 
 from voice.cli.decoding import add_decoding_args, add_model_args, decoding_params
+from voice.cli.stack import add_agent_arg
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "ask",
-        help="one text turn through the agent (tool calls against the store, then the answer)",
-        description="Send one caller sentence through the agent loop: the model may call "
-        "lookup_order / check_stock against the bundled store database, then answers. "
-        "Example: ttfat ask 'where is my order four two one seven'",
+        help="one text turn through the agent (its tool calls, then the answer)",
+        description="Send one caller sentence through the agent loop, the engine in-process: the model "
+        "may call the agent's tools (the bundled agent's: lookup_order / check_stock against the store "
+        "database), then answers. Example: ttfat ask 'where is my order four two one seven'",
     )
     p.add_argument("text", help="what the caller said")
+    add_agent_arg(p)
     add_model_args(p)
     p.add_argument("--json", action="store_true", help="print the turn as one JSON object")
     add_decoding_args(p)
@@ -26,15 +28,16 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
+    from llm.agentfile import BUNDLED_AGENT, load_agent_file
     from llm.engine.async_engine import AsyncEngine
     from llm.engine.engine import Engine
     from llm.serving.engine_chat import EngineChat
     from llm.support.models import model_dir
-    from llm.support.tools import store_agent
 
+    spec = load_agent_file(args.agent or BUNDLED_AGENT)
     engine = AsyncEngine(Engine(model_dir(args.model), device=args.device))
     try:
-        result = asyncio.run(store_agent(EngineChat(engine, decoding_params(args))).turn(args.text))
+        result = asyncio.run(spec.agent(EngineChat(engine, decoding_params(args))).turn(args.text))
     finally:
         engine.close()
     if args.json:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from voice.cli.stack import add_mode_args, add_stack_args, open_stack, settings_from_args
+from voice.cli.stack import add_mode_args, add_stack_args, endpoints, open_stack, settings_from_args
+from voice.settings import SettingsError
 
 
 def add_parser(sub) -> None:
@@ -38,19 +39,33 @@ def run(args: argparse.Namespace) -> int:
 
     from voice.cli.report import write_html
     from voice.mqtt import publisher_from_args
-    from voice.replay import find_calls
+    from voice.replay import find_calls, run_ab
     from voice.replay import run as replay
-    from voice.report import text_report
+    from voice.report import compare_report, text_report
 
     channel = args.channel if args.channel == "auto" else int(args.channel)
     calls = find_calls(args.paths, channel)
     settings = settings_from_args(args, args.mode, playback_latency_ms=args.playback_latency_ms)
     out = Path(args.out or time.strftime("runs/replay-%Y%m%d-%H%M%S"))
+    if len(endpoints(args)) > 1 and (args.concurrency != 1 or args.mqtt or args.html):
+        raise SettingsError("an A/B run replays one call at a time, without --mqtt or --html (ttfat report "
+                            "each run directory after it)")  # fmt: skip
     with contextlib.ExitStack() as stack:
-        stages, env = open_stack(args, stack, settings, mode=args.mode, concurrency=args.concurrency,
-                                 inputs=args.paths)  # fmt: skip
-        publisher = publisher_from_args(args, out.name, env)  # None without --mqtt
-        summary = asyncio.run(replay(calls, stages, settings, out, args.concurrency, env, publisher))
+        arms = open_stack(args, stack, settings, mode=args.mode, concurrency=args.concurrency,
+                          inputs=args.paths)  # fmt: skip
+        if len(arms) > 1:
+            summaries = asyncio.run(run_ab(calls, arms, settings, out))
+        else:
+            [(_, stages, env)] = arms
+            publisher = publisher_from_args(args, out.name, env)  # None without --mqtt
+            summaries = [asyncio.run(replay(calls, stages, settings, out, args.concurrency, env, publisher))]
+    if len(arms) > 1:
+        names = [str(out / label) for label, _, _ in arms]
+        for name, summary in zip(names[1:], summaries[1:], strict=True):
+            print(compare_report(summaries[0], summary, names[0], name))
+        print(f"\nrun directories: {', '.join(names)}  (ttfat compare {names[0]} {names[1]})")
+        return 0
+    summary = summaries[0]
     print(text_report(summary))
     if args.html:
         write_html(out, args.html, summary)

@@ -5,23 +5,40 @@ and the stack itself, built from them: the LLM server (started here on a free lo
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from asr.whisper import WINDOWS
 from voice.settings import MODES, Settings, VadConfig
 
 
+def add_agent_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--agent",
+        metavar="FILE",
+        help="the agent file: system prompt, tools and their backends, fillers, model, decoding extras "
+        "(default: the bundled Northwind agent, llm/support/agent.toml; see README)",
+    )
+
+
 def add_stack_args(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("LLM")
+    g = p.add_argument_group("agent and LLM")
+    add_agent_arg(g)
     g.add_argument(
-        "--llm-url", help="an OpenAI-compatible base URL; default: start our server on a free port"
+        "--llm-url",
+        action="append",
+        help="an OpenAI-compatible base URL (default: start our server on a free port); give two or more "
+        "for an A/B run: the same recordings against each, calls alternating, and compare's table",
     )
     g.add_argument(
         "--llm-model",
-        default="bundled",
-        help="model for the local server: bundled, bundled-ar or a checkpoint directory",
+        action="append",
+        help="with --llm-url: the model name sent (default: the agent file's, else the endpoint's first; "
+        "one per --llm-url, or one for all); without: the model our server runs, bundled (default), "
+        "bundled-ar or a checkpoint directory (two or more: an A/B run, one server each)",
     )
-    g.add_argument("--api-key", help="the endpoint's API key")
+    g.add_argument("--api-key", default=os.environ.get("OPENAI_API_KEY"),
+                   help="the endpoint's API key (default: $OPENAI_API_KEY)")  # fmt: skip
     g.add_argument("--max-tokens", type=int, help="answer token budget (default: the endpoint's; ours: 64)")
     g.add_argument("--threshold", type=float, help="decoding threshold sent with each request")
     g.add_argument("--steps", type=int, help="denoising steps sent with each request")
@@ -38,6 +55,8 @@ def add_stack_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--vad-end-ms", type=int, default=vad.end_ms,
                    help="unvoiced window that ends a turn (default %(default)s)")  # fmt: skip
     g.add_argument("--asr-model", default="tiny.en", help="tiny.en (bundled), base, or a CTranslate2 dir")
+    g.add_argument("--tts-voice", metavar="PATH.onnx",
+                   help="a piper voice (its .onnx.json beside it); default: the bundled voice")  # fmt: skip
     g.add_argument("--turn-timeout", type=float, default=s.turn_timeout_s,
                    help="seconds from the endpoint to the answer heard (default %(default)s)")  # fmt: skip
     g.add_argument("--no-barge-in", action="store_true", help="do not stop the agent when the caller speaks")
@@ -96,47 +115,80 @@ def settings_from_args(args: argparse.Namespace, mode: str, **more) -> Settings:
     return settings
 
 
-def open_stack(args: argparse.Namespace, stack, settings: Settings, **env_extra):
-    """(Stages, environment) for a run; servers it starts are closed with `stack`."""
+def endpoints(args: argparse.Namespace) -> list[tuple[str | None, str | None]]:
+    """(url, model) of each endpoint a run measures, --llm-url and --llm-model paired in order (a url of
+    None: our server, started here for that model). More than one: an A/B run."""
+    from voice.settings import SettingsError
+
+    urls, models = args.llm_url or [], args.llm_model or []
+    if not urls:
+        return [(None, m) for m in models] or [(None, None)]
+    if len(models) > 1 and len(models) != len(urls):
+        raise SettingsError("give one --llm-model for all --llm-url, or one per --llm-url, in order")
+    return [
+        (u, models[i] if len(models) > 1 else (models[0] if models else None)) for i, u in enumerate(urls)
+    ]
+
+
+def open_stack(
+    args: argparse.Namespace, stack, settings: Settings, **env_extra
+) -> list[tuple[str, object, dict]]:
+    """(label, Stages, environment) for each endpoint the run measures (one, or several for an A/B run;
+    they share the ASR and TTS); servers it starts are closed with `stack`."""
     from dataclasses import asdict
 
     from asr.whisper import Transcriber
-    from llm.serving.client import OpenAIChat, server_info
+    from llm.agentfile import BUNDLED_AGENT, load_agent_file
+    from llm.serving.client import OpenAIChat, check_endpoint, server_info
     from llm.serving.process import ServerProcess
     from llm.support.models import model_dir, served_name
-    from llm.support.tools import store_agent
     from tts.piper import Synthesizer
     from voice.endpointing import SmartTurn
     from voice.environment import environment
     from voice.stages import Stages
 
+    spec = load_agent_file(args.agent or BUNDLED_AGENT)  # before any model loads: a bad file fails fast
     knobs = {k: v for k, v in [("threshold", args.threshold), ("steps", args.steps),
                                ("block_length", args.block_length)] if v is not None}  # fmt: skip
-    url = args.llm_url
-    if url is None:
-        print(f"ttfat: starting the LLM server ({args.llm_model}) on a free loopback port", file=sys.stderr)
-        url = stack.enter_context(ServerProcess(model_dir(args.llm_model), served_name(args.llm_model)))
-    chat = OpenAIChat(url, api_key=args.api_key, extra=knobs, max_tokens=args.max_tokens)
+    extra = {**spec.decoding, **knobs}
+    tools = [t.schema for t in spec.tools]
     transcriber = Transcriber(args.asr_model, window="full" if args.serial else args.asr_window)
+    synthesizer = Synthesizer(args.tts_voice)
     turn_model = SmartTurn() if settings.smart_turn else None
-    stages = Stages(transcriber, store_agent(chat), Synthesizer(), turn_model)
-    ours = server_info(url)
-    llm = {
-        "url": args.llm_url or f"our server, model {args.llm_model} (started by ttfat)",
-        "model": ours["model"] if ours else "the endpoint's first",
-        "max_tokens": args.max_tokens or "the endpoint's default",
-        "sent with each request": knobs or "nothing",
-        "server decoding defaults": ours["decoding"] if ours else "not reported by the endpoint",
-    }
-    env = environment(
-        llm=llm,
-        asr={
-            "model": str(transcriber.path),
-            "device": transcriber.device,
-            "compute": transcriber.compute_type,
-        },
-        tts={"voice": str(stages.synthesizer.path)},
-        settings=asdict(settings),
-        **env_extra,
-    )
-    return stages, env
+    asr = {"model": str(transcriber.path), "device": transcriber.device, "compute": transcriber.compute_type}
+    arms, labels = [], set()
+    for url, model in endpoints(args):
+        given = url
+        if url is None:
+            local = model or "bundled"
+            print(f"ttfat: starting the LLM server ({local}) on a free loopback port", file=sys.stderr)
+            url = stack.enter_context(ServerProcess(model_dir(local), served_name(local)))
+            model = served_name(local)
+        model = check_endpoint(url, model or spec.model, tools, args.api_key)
+        chat = OpenAIChat(url, model=model, api_key=args.api_key, extra=extra, max_tokens=args.max_tokens)
+        ours = server_info(url)
+        llm = {
+            "url": given or f"our server at {url} (started by ttfat)",
+            "model": model,
+            "max_tokens": args.max_tokens or "the endpoint's default",
+            "sent with each request": extra or "nothing",
+            "server decoding defaults": ours["decoding"] if ours else "not reported by the endpoint",
+        }
+        env = environment(agent=spec.describe(), llm=llm, asr=asr, tts={"voice": str(synthesizer.path)},
+                          settings=asdict(settings), **env_extra)  # fmt: skip
+        label = _label(model, labels)
+        arms.append((label, Stages(transcriber, spec.agent(chat), synthesizer, turn_model), env))
+    return arms
+
+
+def _label(model: str, taken: set[str]) -> str:
+    """A folder-safe name for an endpoint's run directory, unique within the run."""
+    import re
+
+    base = re.sub(r"[^A-Za-z0-9._-]+", "-", model.rsplit("/", 1)[-1]).strip("-") or "endpoint"
+    label, n = base, 1
+    while label in taken:
+        n += 1
+        label = f"{base}-{n}"
+    taken.add(label)
+    return label

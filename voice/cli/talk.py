@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from voice.cli.stack import add_stack_args, open_stack, settings_from_args
+from voice.cli.stack import add_stack_args, endpoints, open_stack, settings_from_args
+from voice.settings import SettingsError
 
 
 def add_parser(sub) -> None:
@@ -42,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
     if args.list_devices:
         print(list_devices())
         return 0
+    if len(endpoints(args)) > 1:
+        raise SettingsError("talk measures one endpoint: give one --llm-url (or --llm-model)")
     settings = settings_from_args(args, "realtime")
     out = Path(args.out or time.strftime("runs/talk-%Y%m%d-%H%M%S"))
     mic = Microphone(device_arg(args.input_device), settings.vad.frame_ms)
@@ -49,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         speaker = DeviceSpeaker(device_arg(args.output_device))
         stack.callback(speaker.close)
         devices = {"input": args.input_device, "output": args.output_device, "latency_ms": speaker.latency_ms}
-        stages, env = open_stack(args, stack, settings, mode="live", devices=devices)
+        [(_, stages, env)] = open_stack(args, stack, settings, mode="live", devices=devices)
         publisher = publisher_from_args(args, out.name, env)
         summary = asyncio.run(talk(stages, settings, out, mic, speaker, env, publisher, args.seconds))
     print(text_report(summary))
