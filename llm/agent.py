@@ -36,6 +36,8 @@ class LLMCall:
 
     round: int
     request_ns: int
+    endpoint: str | None = None  # the backend's URL and model, when it has them (in-process: None)
+    model: str | None = None
     first_token_ns: int | None = None
     first_content_ns: int | None = None
     done_ns: int = 0
@@ -56,7 +58,8 @@ class LLMCall:
             seen = self.server.get("first_content_ms")
             client, server = (first_content, seen) if seen is not None else (done, self.server.get("done_ms"))
             overhead = None if client is None or server is None else round(client - server, 3)
-        return {"round": self.round, "answered": self.answered, "tools": self.tools,
+        return {"round": self.round, "endpoint": self.endpoint, "model": self.model,
+                "answered": self.answered, "tools": self.tools,
                 "first_token_ms": ms(self.first_token_ns), "first_content_ms": first_content,
                 "done_ms": done, "server": self.server, "http_overhead_ms": overhead}  # fmt: skip
 
@@ -113,7 +116,7 @@ def tool_record(call: ToolCall) -> dict:
 class Agent:
     """`words` rewrites what the caller said before the LLM sees it (this turn and earlier ones), e.g.
     into the form a model was trained on; `fillers` are the phrases the model says before a tool call,
-    which the voice pipeline must not mistake for an answer."""
+    which the voice pipeline must not mistake for an answer; `greeting` is what a live call opens with."""
 
     def __init__(
         self,
@@ -124,8 +127,10 @@ class Agent:
         fillers: tuple[str, ...] = (),
         words: Callable[[str], str] | None = None,
         max_tool_rounds: int = 2,
+        greeting: str | None = None,
     ):
         self.llm, self.tools, self.system_prompt = llm, tools, system_prompt
+        self.greeting = greeting
         self.fillers = fillers
         self.words = words or (lambda text: text)
         self.max_tool_rounds = max_tool_rounds
@@ -143,7 +148,9 @@ class Agent:
         said = [{**m, "content": self.words(m["content"])} if m["role"] == "user" else m for m in said]
         messages = [{"role": "system", "content": self.system_prompt}, *said]
         for round_ in range(self.max_tool_rounds + 1):
-            call = LLMCall(round_, time.monotonic_ns())
+            call = LLMCall(
+                round_, time.monotonic_ns(), getattr(self.llm, "url", None), getattr(self.llm, "model", None)
+            )
             result.calls.append(call)
             emit(AgentEvent("llm_request", call.request_ns, round_))
             content, calls = await self._ask(messages, call, result, emit)

@@ -377,3 +377,49 @@ def test_the_example_agent_file_in_the_docs_works():
     assert run("room_status", {"room": "blue"}) == {"free": True, "floor": 2}
     assert run("book_room", {"room": "red", "minutes": 30}) == {"booked": True, "room": "Red", "minutes": 30}
     assert run("book_room", {"room": "red"})["error"].startswith("book_room failed: KeyError")
+
+
+def test_the_bundled_agent_file_gives_the_records_of_the_agent_built_in_code(tmp_path):
+    """The same calls through the bundled agent file and through the agent as it was built in code
+    before agent files: the same transcripts, tool calls (arguments and results) and answers."""
+    from asr.whisper import Transcriber
+    from llm.agent import Agent
+    from llm.serving.process import ServerProcess
+    from llm.support.models import model_dir
+    from llm.support.spoken import parse_order_id
+    from llm.support.store import order_id_argument
+    from llm.support.tools import store, store_agent
+    from tts.piper import Synthesizer
+    from voice.replay import find_calls, run
+    from voice.settings import Settings
+    from voice.stages import Stages
+
+    class CodeTools:  # the bundled agent's tools as code, before agent files
+        schemas = load("tools.json")
+
+        async def run(self, call: ToolCall, messages: list[dict]) -> dict:
+            if call.name == "lookup_order":
+                wanted = order_id_argument(call.arguments)
+                said = {
+                    parse_order_id(m["content"]) for m in messages if m["role"] == "user" and m.get("content")
+                }
+                if wanted not in said:
+                    return {"found": False, "order_id": wanted}
+            return store().execute(call.name, call.arguments)
+
+    calls = [c for c in find_calls([str(ROOT / "recordings")]) if c.name in ("call01", "call02")]
+    transcriber, synthesizer = Transcriber(window="auto"), Synthesizer(noise_scale=0, noise_w_scale=0)
+    seen = {}
+    with ServerProcess(model_dir("bundled"), "bundled") as url:
+        chat = OpenAIChat(url, model="bundled")
+        code = Agent(chat, CodeTools(), SYSTEM_PROMPT, fillers=tuple(FILLERS.values()), words=caller_words)
+        for name, agent in [("file", store_agent(chat)), ("code", code)]:
+            stages = Stages(transcriber, agent, synthesizer)
+            asyncio.run(run(calls, stages, Settings("fast"), tmp_path / name, 1, {}))
+            seen[name] = [
+                (t["call"], t["turn"], t["status"], t["transcript"], t["answer"],
+                 [(c["name"], c["arguments"], c["result"]) for c in t["tool_calls"]])
+                for t in records(tmp_path / name)
+            ]  # fmt: skip
+    assert seen["file"] == seen["code"]
+    assert len(seen["file"]) >= 7 and any(tools for *_, tools in seen["file"])

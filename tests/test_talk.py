@@ -19,6 +19,8 @@ from voice.audio import load_audio, resample
 from voice.pulse import OUT_RATE, PulseError, pulse_log, say, session, virtual_devices, wait_for_turns
 from voice.replay import find_calls
 
+ROOT = Path(__file__).resolve().parents[1]
+
 
 @pytest.fixture(scope="module")
 def pulse(tmp_path_factory):
@@ -118,3 +120,22 @@ def test_missing_portaudio_is_explained(monkeypatch):
     monkeypatch.delitem(sys.modules, "sounddevice", raising=False)
     with pytest.raises(AudioDeviceError, match="apt-get install libportaudio2"):
         sounddevice()
+
+
+def test_the_agent_files_greeting_opens_the_call(pulse, tmp_path):
+    agent = tmp_path / "greets.toml"
+    bundled = (ROOT / "llm" / "support" / "agent.toml").read_text()
+    agent.write_text(bundled.replace('name = "northwind"', 'name = "greets"\ngreeting = "Good morning, '
+                                     'this is the rooms desk."').replace('"data/tools.json"',
+                                     f'"{ROOT / "llm" / "support" / "data" / "tools.json"}"'))  # fmt: skip
+    out = tmp_path / "run"
+    with session(pulse, out, "--agent", str(agent)) as (_, capture):
+        deadline = time.monotonic() + 30
+        while not any(e["event"] == "greeting" for e in events(out)):
+            assert time.monotonic() < deadline, "no greeting"
+            time.sleep(0.05)
+        time.sleep(3)
+    (greeting,) = [e for e in events(out) if e["event"] == "greeting"]
+    assert greeting["heard_until_ns"] > greeting["t_ns"]
+    heard = Transcriber().transcribe(resample(capture.audio(), OUT_RATE)).text.lower()
+    assert "good morning" in heard and "desk" in heard, heard

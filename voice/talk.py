@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+import time
 
 from voice.anchors import ANCHORS
 from voice.call import Call
@@ -39,6 +40,15 @@ def console(timeline: Timeline, out=sys.stdout):
     return show
 
 
+async def greet(timeline: Timeline, stages: Stages, speaker, text: str) -> None:
+    """The agent file's greeting, spoken when the call starts and heard in full before the agent
+    listens (the `greeting` event: when it was heard, until when)."""
+    speech = await stages.speak(text)
+    start, end = await speaker.play(speech, time.monotonic_ns())
+    timeline.emit(-1, "greeting", start, text=text, heard_until_ns=end)
+    await speaker.drain(end)
+
+
 async def talk(
     stages: Stages,
     settings: Settings,
@@ -56,6 +66,8 @@ async def talk(
         log.watch(call.timeline)
         call.timeline.observers.append(console(call.timeline))
         print("ttfat: listening (Ctrl-C ends the call)", file=sys.stderr, flush=True)
+        if stages.agent.greeting:
+            await greet(call.timeline, stages, speaker, stages.agent.greeting)
         # the end of the call (Ctrl-C or --seconds): every turn already has its record
         with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, KeyboardInterrupt):
             await asyncio.wait_for(call.run(microphone), seconds)

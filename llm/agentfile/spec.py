@@ -83,6 +83,7 @@ class AgentSpec:
             fillers=self.fillers,
             words=self.caller_words,
             max_tool_rounds=self.max_tool_rounds,
+            greeting=self.greeting,
         )
 
     def describe(self) -> dict:
