@@ -71,3 +71,20 @@ def test_simulated_speaker_plays_in_order_at_real_time_rate():
     # a clause ready before the last one ends waits for it; one ready later starts when written
     assert play(0.5, 2_000_000_000) == (2_520_000_000, 3_020_000_000)
     assert play(0.1, 5_000_000_000)[0] == 5_020_000_000
+
+
+@pytest.mark.parametrize(("name", "fmt"), [("cut.flac", "FLAC"), ("cut.mp3", "MP3"), ("cut.wav", "WAV")])
+@pytest.mark.parametrize("damage", ["truncated", "garbage after"])
+def test_a_file_that_breaks_off_gives_the_audio_before_the_break(tmp_path, name, fmt, damage):
+    path = tmp_path / name
+    sf.write(path, tone(16000, seconds=4.0), 16000, format=fmt)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2] if damage == "truncated" else data + bytes(range(256)) * 64)
+    audio = load_audio(path)
+    if damage == "truncated":
+        assert 1.5 < audio.seconds < 2.5  # the first half, decoded
+    else:
+        assert abs(audio.seconds - 4.0) < 0.1  # all of it
+    assert 0.3 < np.abs(audio.samples[:RATE]).max() <= 0.55
+    if damage == "truncated":
+        assert audio.cut_short  # said, not silently taken as the whole file

@@ -9,6 +9,7 @@ import re
 import socket
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -28,6 +29,8 @@ from voice.report import tool_correct
 from voice.runlog import read_run
 from voice.settings import Settings
 from voice.stages import Stages
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -436,3 +439,21 @@ def test_words_not_yet_known_to_answer_wait_for_their_call(models):
 
     assert spoken(hold=True) == ["Your order shipped."]
     assert spoken(hold=False) == ["Let me I up that order.", "Your order shipped."]
+
+
+def test_a_recording_that_breaks_off_is_replayed_up_to_the_break(tmp_path, models, server):
+    """A truncated FLAC: the turns before the break are answered and say the file was cut short; the
+    manifest's turns after it are recorded as failed, with the reason."""
+    folder = tmp_path / "calls"
+    folder.mkdir()
+    line = json.loads((ROOT / "recordings" / "manifest.jsonl").read_text().splitlines()[1])  # call02
+    data = (ROOT / "recordings" / line["file"]).read_bytes()
+    (folder / line["file"]).write_bytes(data[: len(data) * 11 // 20])  # breaks off at ~11 of 20 s
+    (folder / "manifest.jsonl").write_text(json.dumps(line) + "\n")
+    turns, _, _ = replay(tmp_path, models, server, [folder])
+    assert len(turns) == len(line["turns"])  # nothing dropped
+    heard = [t for t in turns if t["status"] == "ok"]
+    gone = [t for t in turns if t["status"] == "error"]
+    assert heard and gone and len(heard) + len(gone) == len(turns)
+    assert all(t["file_cut_short"] for t in heard)
+    assert all("breaks off before this turn" in t["error"] for t in gone)

@@ -178,3 +178,83 @@ def test_concurrency_limit_answers_429():
         next(lines)
         second = httpx.post(url + "/chat/completions", json={"messages": user("hi")})
         assert second.status_code == 429
+
+
+# -- hostile and unusual input (issue 22): never a 500, never a server kept busy --------------------------
+
+
+def post(url: str, body=None, raw: bytes | None = None, headers: dict | None = None) -> httpx.Response:
+    h = {"authorization": "Bearer secret", "content-type": "application/json", **(headers or {})}
+    content = raw if raw is not None else json.dumps(body)
+    return httpx.post(url + "/chat/completions", headers=h, content=content, timeout=30)
+
+
+@pytest.mark.parametrize(
+    "change, says",
+    [
+        ({"messages": [{"role": "assistant", "content": "x", "tool_calls": [{"id": 1}]}]}, "tool_calls[0]"),
+        ({"messages": [{"role": "assistant", "tool_calls": "lookup"}]}, "tool_calls must be a list"),
+        ({"messages": [{"role": "user", "content": "hi", "tool_calls": []}]}, "only an assistant"),
+        ({"tools": [{"type": "function"}]}, "tools[0]"),
+        ({"tools": [7]}, "tools[0]"),
+        ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
+         "only text parts"),
+        ({"messages": [{"role": "user", "content": {"text": "hi"}}]}, "content parts"),
+        ({"n": 2}, "n is not supported"),
+        ({"logprobs": True}, "logprobs is not supported"),
+        ({"response_format": {"type": "json_object"}}, "response_format is not supported"),
+        ({"stream": "yes"}, "stream must be true or false"),
+        ({"stop": 5}, "stop must be"),
+        ({"stop": ["a", "b", "c", "d", "e"]}, "at most 4"),
+    ],
+)  # fmt: skip
+def test_malformed_and_unsupported_fields_get_a_400_that_says_so(server, change, says):
+    _, url = server
+    response = post(url, {"model": "bundled", "messages": user("hi")} | change)
+    assert response.status_code == 400, response.text
+    assert says in response.json()["error"]["message"]
+
+
+def test_deeply_nested_json_and_huge_bodies_are_refused_at_once(server):
+    _, url = server
+    nested = b'{"messages": ' + b"[" * 5000 + b"]" * 5000 + b"}"
+    assert post(url, raw=nested).status_code == 400
+    started = time.monotonic()
+    huge = post(url, raw=b'{"messages": [{"role": "user", "content": "' + b"a" * (64 << 20) + b'"}]}')
+    assert huge.status_code == 413 and "bytes" in huge.json()["error"]["message"]
+    # a long prompt under the body limit is refused before it is tokenized whole
+    long = post(url, {"model": "bundled", "messages": user("order four two one seven " * 40000)})
+    assert long.status_code == 400 and "limit" in long.json()["error"]["message"]
+    assert time.monotonic() - started < 10
+    fine = client(url).chat.completions.create(model="bundled", messages=user("hi"), max_tokens=16)
+    assert fine.choices[0].message.content  # and the next ordinary request is served
+
+
+def test_text_content_parts_are_read_as_the_text(server):
+    _, url = server
+    parts = [{"role": "system", "content": [{"type": "text", "text": SYSTEM_PROMPT}]},
+             {"role": "user", "content": [{"type": "text", "text": "what are your "},
+                                          {"type": "text", "text": "opening hours"}]}]  # fmt: skip
+    with_parts = post(url, {"model": "bundled", "messages": parts, "max_tokens": 64}).json()
+    plain = post(url, {"model": "bundled", "messages": user("what are your opening hours"), "max_tokens": 64})
+    assert with_parts["choices"][0]["message"] == plain.json()["choices"][0]["message"]
+
+
+def test_stop_sequences_end_the_answer_before_them(server):
+    _, url = server
+    c = client(url)
+    full = c.chat.completions.create(model="bundled", messages=user("what are your opening hours"),
+                                     max_tokens=64).choices[0]  # fmt: skip
+    text = full.message.content
+    word = "morning"
+    assert word in text
+    cut = c.chat.completions.create(model="bundled", messages=user("what are your opening hours"),
+                                    max_tokens=64, stop=[" in the " + word, "zzz"]).choices[0]  # fmt: skip
+    assert cut.message.content == text[: text.index(" in the " + word)] and cut.finish_reason == "stop"
+    pieces = [ch.choices[0].delta.content or "" for ch in c.chat.completions.create(
+        model="bundled", messages=user("what are your opening hours"), max_tokens=64, stream=True,
+        stop=" in the " + word) if ch.choices]  # fmt: skip
+    assert "".join(pieces) == cut.message.content
+    unmet = c.chat.completions.create(model="bundled", messages=user("what are your opening hours"),
+                                      max_tokens=64, stop="qqq")  # fmt: skip
+    assert unmet.choices[0].message.content == text

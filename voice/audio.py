@@ -29,6 +29,7 @@ class Audio:
     channels: int
     channel: int | None  # the caller channel used (None: mono source)
     path: str = ""
+    cut_short: str | None = None  # the file broke off here (what the decoder said); the audio before it
 
     @property
     def seconds(self) -> float:
@@ -52,7 +53,8 @@ def pick_channel(planar: np.ndarray, channel: int | str) -> int:
 
 def load_audio(path: str | Path, channel: int | str = "auto") -> Audio:
     """Decode a file into 16 kHz mono float32. Raises AudioError for a missing, unreadable, corrupt or
-    empty file."""
+    empty file. A file that breaks off (truncated, garbage after its frames) gives the audio decoded up to
+    the break, with `cut_short` saying so."""
     import av
 
     path = Path(path)
@@ -64,16 +66,24 @@ def load_audio(path: str | Path, channel: int | str = "auto") -> Audio:
                 raise AudioError(f"{path}: no audio stream in this file")
             stream = container.streams.audio[0]
             rate = stream.rate or stream.codec_context.sample_rate
-            frames = [f.to_ndarray() for f in container.decode(stream)]
+            frames, cut_short = _decode(container, stream)
             planar_format = frames[0].ndim == 2 and stream.format.is_planar if frames else True
+            declared = _declared_seconds(container, stream, path)
     except AudioError:
         raise
-    except (av.error.FFmpegError, UnicodeDecodeError, IndexError, ValueError) as e:
+    except (av.error.FFmpegError, UnicodeDecodeError, IndexError, ValueError, AttributeError, TypeError,
+            OverflowError, ZeroDivisionError, MemoryError) as e:  # fmt: skip
+        # what FFmpeg (through PyAV) does with a hostile header is any of these
         raise AudioError(f"{path}: cannot decode ({type(e).__name__}: {e}); corrupt or not audio") from e
+    if not rate or rate < 1:
+        raise AudioError(f"{path}: the file gives no sample rate; corrupt or not audio")
     if not frames or sum(f.shape[-1] for f in frames) == 0:
         raise AudioError(f"{path}: the file holds no audio samples")
     channels = stream.codec_context.channels or 1
     data = np.concatenate(frames, axis=-1)
+    decoded = data.shape[-1] / (1 if planar_format else channels) / rate
+    if cut_short is None and declared is not None and declared - decoded > 0.25:
+        cut_short = f"its header says {declared:.1f} s, {decoded:.1f} s of it could be decoded"
     if not planar_format:  # packed: one row of interleaved samples
         data = data.reshape(-1, channels).T
     data = _to_float(data)
@@ -81,7 +91,51 @@ def load_audio(path: str | Path, channel: int | str = "auto") -> Audio:
     mono = data[picked if picked is not None else 0]
     if not np.all(np.isfinite(mono)):
         raise AudioError(f"{path}: the audio holds NaN or infinite samples")
-    return Audio(resample(mono, rate), rate, channels, picked, str(path))
+    return Audio(resample(mono, rate), rate, channels, picked, str(path), cut_short)
+
+
+def _declared_seconds(container, stream, path: Path) -> float | None:
+    """How long the file says it is, when its header says (FFmpeg measures a WAV by its size, so a WAV's
+    own data chunk is read)."""
+    if path.suffix.lower() == ".wav":
+        return _wav_seconds(path)
+    if stream.duration is not None and stream.time_base is not None:
+        return float(stream.duration * stream.time_base)
+    return container.duration / 1e6 if container.duration else None
+
+
+def _wav_seconds(path: Path) -> float | None:
+    """The length a RIFF/WAVE header declares (its fmt and data chunks), or None."""
+    import struct
+
+    with path.open("rb") as f:
+        head = f.read(1 << 16)
+    if head[:4] != b"RIFF" or head[8:12] != b"WAVE":
+        return None
+    pos, rate_bytes = 12, None
+    while pos + 8 <= len(head):
+        kind, size = head[pos : pos + 4], struct.unpack("<I", head[pos + 4 : pos + 8])[0]
+        if kind == b"fmt " and pos + 16 <= len(head):
+            rate_bytes = struct.unpack("<I", head[pos + 16 : pos + 20])[0]  # bytes per second
+        if kind == b"data":
+            return size / rate_bytes if rate_bytes and size != 0xFFFFFFFF else None
+        pos += 8 + size + (size & 1)
+    return None
+
+
+def _decode(container, stream) -> tuple[list[np.ndarray], str | None]:
+    """Every frame up to the end, or up to where the stream breaks once some audio was decoded."""
+    import av
+
+    frames: list[np.ndarray] = []
+    try:
+        for frame in container.decode(stream):
+            frames.append(frame.to_ndarray())
+    except (av.error.FFmpegError, ValueError) as e:
+        if not frames:
+            raise
+        return frames, f"{type(e).__name__}: {e}"
+    return frames, None
 
 
 def _to_float(data: np.ndarray) -> np.ndarray:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from voice.audio import AUDIO_SUFFIXES, RATE, AudioError, load_audio
 from voice.call import Call
-from voice.runlog import RunLog
+from voice.runlog import RunDirError, RunLog
 from voice.settings import Settings
 from voice.stages import Stages
 from voice.timeline import TurnRecord
@@ -113,6 +113,12 @@ def failed_records(call: str, error: str, status: str, references: list[dict], f
 
 
 async def replay_call(call: CallInput, stages: Stages, settings: Settings, log: RunLog) -> None:
+    """One call into the log; when every record of it is written, the log marks it done."""
+    await _replay_call(call, stages, settings, log)
+    log.call_done(call.name)
+
+
+async def _replay_call(call: CallInput, stages: Stages, settings: Settings, log: RunLog) -> None:
     try:
         audio = load_audio(call.path, call.channel)
     except AudioError as e:
@@ -120,15 +126,26 @@ async def replay_call(call: CallInput, stages: Stages, settings: Settings, log: 
         log.write_records(failed_records(call.name, str(e), "error", call.reference or []))
         return
     refs = References(call.reference)
-    runner = Call(call.name, audio.samples, stages, settings, annotate=refs.annotate)
+    annotate = refs.annotate
+    if audio.cut_short:
+        print(f"ttfat: {call.path}: the file breaks off after {audio.seconds:.1f} s ({audio.cut_short}); "
+              "replaying what comes before", file=sys.stderr)  # fmt: skip
+        annotate = lambda turn: {**refs.annotate(turn), "file_cut_short": audio.cut_short}  # noqa: E731
+    runner = Call(call.name, audio.samples, stages, settings, annotate=annotate)
     log.watch(runner.timeline)
     await runner.run()
     n = len(runner.timeline.turns)
     missed = refs.missed()
     if call.reference and missed:
-        log.write_records(
-            failed_records(call.name, "the turn detector missed this turn", "no_answer", missed, n)
-        )
+        after = [r for r in missed if audio.cut_short and r["speech_start_s"] >= audio.seconds]
+        before = [r for r in missed if r not in after]
+        records = []
+        if before:
+            records += failed_records(call.name, "the turn detector missed this turn", "no_answer", before, n)
+        if after:
+            gone = f"the file breaks off before this turn ({audio.cut_short})"
+            records += failed_records(call.name, gone, "error", after, n + len(before))
+        log.write_records(records)
     elif not n and not call.reference:
         message = f"{call.path}: no speech found in {audio.seconds:.1f} s of audio"
         print(f"ttfat: {message}", file=sys.stderr)
@@ -150,6 +167,8 @@ async def replay_all(
 
     async def one(call: CallInput) -> None:
         async with gate:
+            if log.failed:  # the run directory cannot be written: stop, say why
+                raise RunDirError(log.failed)
             await replay_call(call, stages, settings, log)
         if on_done:
             on_done(call)
@@ -165,11 +184,31 @@ async def run(
     concurrency: int,
     env: dict,
     publisher=None,
+    resume: bool = False,
 ) -> dict:
     """The whole replay: warm-up (reported, excluded), every call with a progress bar, the summary.
-    With a publisher (`--mqtt`), every event and record also goes out over MQTT."""
+    With a publisher (`--mqtt`), every event and record also goes out over MQTT. `resume`: only the
+    calls `out` does not hold complete are replayed; the summary is made from all records."""
     async with publisher or contextlib.nullcontext():
-        return await _run(calls, stages, settings, RunLog(out, publisher), concurrency, env)
+        log = RunLog(out, publisher, resume=resume)
+        if resume:
+            env = {**env, "resumed": _resumes(out, log, calls)}
+            calls = [c for c in calls if c.name not in log.done]
+        return await _run(calls, stages, settings, log, concurrency, env)
+
+
+def _resumes(out: Path, log: RunLog, calls: list[CallInput]) -> list[dict]:
+    """This resume and the ones before it (from the last summary, when there is one)."""
+    import datetime as dt
+
+    summary = out / "summary.json"
+    try:
+        earlier = json.loads(summary.read_text()).get("environment", {}).get("resumed", [])
+    except (OSError, json.JSONDecodeError):
+        earlier = []
+    kept = sum(c.name in log.done for c in calls)
+    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    return [*earlier, {"at": now, "calls_kept": kept, "calls_to_replay": len(calls) - kept}]
 
 
 async def _run(

@@ -15,13 +15,29 @@ class RunDirError(FileNotFoundError):
     """A path that is not a run directory."""
 
 
+CALL_DONE = "call_replayed"  # the event that marks a call's records complete (what --resume keeps)
+
+
 class RunLog:
-    def __init__(self, out: str | Path, mirror=None):
+    """``resume``: keep what a run directory holds of the calls it completed (their records and events),
+    drop what it holds of any other (a call cut short by a crash is replayed whole), and append.
+
+    A write that fails (the disk full) stops all writing; `failed` says why, the replay stops at the end
+    of the call under way, and what was written before stays whole (every line is written at once;
+    readers skip a torn last line)."""
+
+    def __init__(self, out: str | Path, mirror=None, resume: bool = False):
         self.dir, self.mirror = Path(out), mirror
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.events = open(self.dir / "events.jsonl", "w")  # noqa: SIM115 (open for the whole run)
-        self.turns = open(self.dir / "turns.jsonl", "w")  # noqa: SIM115
         self.records: list[dict] = []
+        self.done: set[str] = set()  # calls complete in the directory (resume)
+        self.failed: str | None = None
+        mode = "w"
+        if resume:
+            self.done, self.records = _kept(self.dir)
+            mode = "a"
+        self.events = open(self.dir / "events.jsonl", mode)  # noqa: SIM115 (open for the whole run)
+        self.turns = open(self.dir / "turns.jsonl", mode)  # noqa: SIM115
 
     def watch(self, timeline: Timeline) -> None:
         timeline.observers.append(lambda event: self.on_event(timeline, event))
@@ -33,14 +49,21 @@ class RunLog:
         if event.name == "turn_done":
             self.write_turn(timeline.turns[event.turn].to_dict())
 
+    def _write(self, file, row: dict) -> None:
+        if self.failed:
+            return
+        try:
+            file.write(json.dumps(row, default=str) + "\n")
+            file.flush()
+        except OSError as e:
+            self.failed = f"{file.name}: cannot write ({e.strerror or e}); the run stopped there"
+
     def write_event(self, event: dict) -> None:
-        self.events.write(json.dumps(event, default=str) + "\n")
-        self.events.flush()
+        self._write(self.events, event)
 
     def write_turn(self, record: dict) -> None:
         self.records.append(record)
-        self.turns.write(json.dumps(record, default=str) + "\n")
-        self.turns.flush()
+        self._write(self.turns, record)
 
     def write_records(self, records: list[dict]) -> None:
         """Records of turns that never ran through a timeline (an unreadable file, a missed turn)."""
@@ -49,12 +72,50 @@ class RunLog:
         for record in records:
             self.write_turn(record)
 
+    def call_done(self, call: str) -> None:
+        """Every record of `call` is written: a resumed run keeps them."""
+        self.write_event({"call": call, "turn": -1, "event": CALL_DONE})
+
     def close(self, summary: dict) -> None:
-        self.events.close()
-        self.turns.close()
-        (self.dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+        for file in (self.events, self.turns):
+            try:
+                file.close()
+            except OSError as e:
+                self.failed = self.failed or f"{file.name}: cannot write ({e.strerror or e})"
+        if self.failed:
+            raise RunDirError(self.failed)
+        tmp = self.dir / "summary.json.tmp"
+        try:
+            tmp.write_text(json.dumps(summary, indent=2, default=str) + "\n")
+            tmp.replace(self.dir / "summary.json")  # whole or not at all
+        except OSError as e:
+            raise RunDirError(f"{self.dir / 'summary.json'}: cannot write ({e.strerror or e})") from None
         if self.mirror:
             self.mirror.end(summary)
+
+
+def _lines(path: Path) -> list[dict]:
+    """The complete lines of a JSONL file (a crash can leave the last one half written)."""
+    out = []
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out
+
+
+def _kept(run: Path) -> tuple[set[str], list[dict]]:
+    """Rewrite a run directory's logs with only the calls it completed; (those calls, their records)."""
+    events, turns = _lines(run / "events.jsonl"), _lines(run / "turns.jsonl")
+    done = {e["call"] for e in events if e.get("event") == CALL_DONE}
+    events = [e for e in events if e.get("call") in done]
+    records = [t for t in turns if t.get("call") in done]
+    for name, rows in (("events.jsonl", events), ("turns.jsonl", records)):
+        tmp = run / (name + ".tmp")
+        tmp.write_text("".join(json.dumps(r, default=str) + "\n" for r in rows))
+        tmp.replace(run / name)  # atomic: a second crash leaves the old or the new file, whole
+    return done, records
 
 
 def read_run(path: str | Path) -> tuple[list[dict], dict]:
@@ -63,7 +124,7 @@ def read_run(path: str | Path) -> tuple[list[dict], dict]:
     turns_file = path / "turns.jsonl"
     if not turns_file.is_file():
         raise RunDirError(f"{path} is not a run directory (no turns.jsonl)")
-    turns = [json.loads(line) for line in turns_file.read_text().splitlines() if line.strip()]
+    turns = _lines(turns_file)  # a torn last line (a crash, a full disk) is left out
     summary_file = path / "summary.json"
     summary = json.loads(summary_file.read_text()) if summary_file.is_file() else {}
     return turns, summary

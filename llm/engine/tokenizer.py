@@ -19,6 +19,7 @@ class Tokenizer:
     def __init__(self, directory: str | Path):
         directory = Path(directory)
         self._tok = HFTokenizer.from_file(str(directory / "tokenizer.json"))
+        self._longest: int | None = None
         cfg_path = directory / "tokenizer_config.json"
         cfg = json.loads(cfg_path.read_text()) if cfg_path.exists() else {}
         self.bos_token = _token_text(cfg.get("bos_token"))
@@ -39,6 +40,15 @@ class Tokenizer:
     def encode(self, text: str) -> list[int]:
         """Encode text as it is: special tokens written in the text are recognised, none are added."""
         return self._tok.encode(text, add_special_tokens=False).ids
+
+    def longest_token_bytes(self) -> int:
+        """The most UTF-8 bytes of text any one token stands for: a text of n bytes is at least
+        n / this many tokens, which bounds a prompt's length before it is tokenized."""
+        if self._longest is None:
+            self._longest = max(
+                len(self.decode([i], skip_special_tokens=False).encode()) for i in range(self.vocab_size)
+            )
+        return max(self._longest, 1)
 
     def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:
         return self._tok.decode(list(ids), skip_special_tokens=skip_special_tokens)

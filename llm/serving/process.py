@@ -24,7 +24,11 @@ def free_port() -> int:
 
 
 class ServerProcess:
-    """`with ServerProcess(model_dir) as url:` — `python -m llm.serving.server` on a free port."""
+    """`with ServerProcess(model_dir) as url:` — `python -m llm.serving.server` on a free port.
+
+    `supervise`: a server that dies while in use is started again on the same port (its requests in
+    flight fail, and are recorded as failed by whoever made them; later ones are served again);
+    `restarts` counts how often."""
 
     def __init__(
         self,
@@ -34,11 +38,36 @@ class ServerProcess:
         dtype: str | None = None,
         threads: int | None = None,
         start_timeout_s: float = 60.0,
+        supervise: bool = False,
     ):
         self.model, self.name, self.port = Path(model), name, port or free_port()
         self.dtype, self.threads, self.start_timeout_s = dtype, threads, start_timeout_s
+        self.supervise, self.restarts = supervise, 0
+        self.closing = threading.Event()
 
     def __enter__(self) -> str:
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115 (read when it fails, closed on exit)
+        url = self._start()
+        if self.supervise:
+            threading.Thread(target=self._watch, daemon=True, name="server supervisor").start()
+        return url
+
+    def _watch(self) -> None:
+        while not self.closing.wait(0.2):
+            if self.proc.poll() is None:
+                continue
+            if self.closing.is_set():  # it was stopped on purpose
+                return
+            print(f"ttfat: the LLM server exited (code {self.proc.returncode}); starting it again",
+                  file=sys.stderr, flush=True)  # fmt: skip
+            try:
+                self._start()
+                self.restarts += 1
+            except ServerStartError as e:
+                print(f"ttfat: {e}", file=sys.stderr, flush=True)
+                return
+
+    def _start(self) -> str:
         import httpx
 
         cmd = [
@@ -53,7 +82,6 @@ class ServerProcess:
         cmd += ["--name", self.name] if self.name else []
         cmd += ["--dtype", self.dtype] if self.dtype else []
         cmd += ["--threads", str(self.threads)] if self.threads else []
-        self.log = tempfile.TemporaryFile()  # noqa: SIM115 (read when it fails, closed on exit)
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.log)
         deadline = time.monotonic() + self.start_timeout_s
         while time.monotonic() < deadline and self.proc.poll() is None:
@@ -71,6 +99,7 @@ class ServerProcess:
                                + "".join(f"\n  {line}" for line in tail))  # fmt: skip
 
     def __exit__(self, *exc) -> None:
+        self.closing.set()
         self.proc.terminate()
         self.proc.wait(timeout=10)
         self.log.close()

@@ -3,6 +3,7 @@ client got wrong raises BadRequest with a message it can act on (the server answ
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from llm.engine.config import ModelConfig
@@ -15,11 +16,28 @@ KNOBS = {"steps": int, "block_length": int, "threshold": float, "factor": float,
          "ignore_eos": bool}  # fmt: skip
 
 
+# Fields of OpenAI's request this server cannot honour: a request that sets them is refused (as vLLM
+# does), rather than answered as if they were not there. Their harmless values pass.
+UNSUPPORTED = {
+    "n": lambda v: v == 1,
+    "logprobs": lambda v: v is False,
+    "top_logprobs": lambda v: v in (0,),
+    "response_format": lambda v: v == {"type": "text"},
+    "logit_bias": lambda v: not v,
+    "best_of": lambda v: v == 1,
+    "echo": lambda v: v is False,
+    "suffix": lambda v: not v,
+}
+MAX_STOP = 4  # stop sequences a request may give, as OpenAI allows
+MAX_INT_KNOB = 2**31 - 1  # integer knobs (steps, block_length, seed) beyond this are refused
+
+
 @dataclass
 class Limits:
     max_prompt_tokens: int = 1536
     max_tokens: int = 256  # the largest max_tokens a request may ask for
     max_concurrent: int = 32  # open requests before 429
+    max_body_bytes: int = 1 << 20  # a larger body is refused (413) before it is read whole
 
 
 class BadRequest(ValueError):
@@ -33,22 +51,94 @@ class ChatRequest:
     params: GenerationParams  # resolved against the served model
     stream: bool
     max_tokens: int  # the reply is cut here (the canvas is rounded up to whole blocks)
+    stop: list[str]  # the reply ends before the first of these (not included), finish_reason "stop"
+
+
+def _text(content, where: str) -> str | None:
+    """A message's content: a string, or OpenAI's content parts of which only text ones are taken."""
+    if content is None or isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise BadRequest(f"{where}.content must be a string or a list of content parts")
+    texts = []
+    for j, part in enumerate(content):
+        if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
+            kind = part.get("type") if isinstance(part, dict) else type(part).__name__
+            raise BadRequest(f"{where}.content[{j}]: only text parts are supported (got {kind!r})")
+        texts.append(part["text"])
+    return "".join(texts)
+
+
+def _tool_calls(calls, where: str) -> list[dict]:
+    if not isinstance(calls, list):
+        raise BadRequest(f"{where}.tool_calls must be a list")
+    for j, call in enumerate(calls):
+        fn = call.get("function") if isinstance(call, dict) else None
+        if (
+            not isinstance(fn, dict)
+            or not isinstance(fn.get("name"), str)
+            or not isinstance(fn.get("arguments"), str)
+            or not isinstance(call.get("id", ""), str)
+        ):
+            raise BadRequest(
+                f'{where}.tool_calls[{j}] must be {{"id": str, "type": "function", '
+                f'"function": {{"name": str, "arguments": str}}}}'
+            )
+    return calls
+
+
+def _messages(messages) -> list[dict]:
+    if not isinstance(messages, list) or not messages:
+        raise BadRequest("'messages' must be a non-empty list")
+    out = []
+    for i, m in enumerate(messages):
+        where = f"messages[{i}]"
+        if not isinstance(m, dict) or m.get("role") not in ROLES:
+            raise BadRequest(f"{where} needs a role in {sorted(ROLES)}")
+        m = {**m, "content": _text(m.get("content"), where)}
+        if m.get("tool_calls") is not None:
+            if m["role"] != "assistant":
+                raise BadRequest(f"{where}: only an assistant message has tool_calls")
+            _tool_calls(m["tool_calls"], where)
+        out.append(m)
+    return out
+
+
+def _flag(body: dict, name: str) -> bool:
+    value = body.get(name, False)
+    if not isinstance(value, bool):
+        raise BadRequest(f"{name} must be true or false, not {json_type(value)}")
+    return value
+
+
+def json_type(value) -> str:
+    return {str: "a string", int: "a number", float: "a number", list: "a list", dict: "an object",
+            type(None): "null"}.get(type(value), type(value).__name__)  # fmt: skip
+
+
+def _stop(value) -> list[str]:
+    stops = [value] if isinstance(value, str) else value if value is not None else []
+    if not isinstance(stops, list) or not all(isinstance(s, str) and s for s in stops):
+        raise BadRequest("stop must be a non-empty string or a list of them")
+    if len(stops) > MAX_STOP:
+        raise BadRequest(f"stop takes at most {MAX_STOP} sequences")
+    return stops
 
 
 def parse_request(body, cfg: ModelConfig, limits: Limits) -> ChatRequest:
     if not isinstance(body, dict):
         raise BadRequest("the body must be a JSON object")
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages:
-        raise BadRequest("'messages' must be a non-empty list")
-    for i, m in enumerate(messages):
-        if not isinstance(m, dict) or m.get("role") not in ROLES:
-            raise BadRequest(f"messages[{i}] needs a role in {sorted(ROLES)}")
-        if m.get("content") is not None and not isinstance(m["content"], str):
-            raise BadRequest(f"messages[{i}].content must be a string")
+    for name, harmless in UNSUPPORTED.items():
+        if name in body and body[name] is not None and not harmless(body[name]):
+            raise BadRequest(f"{name} is not supported by this server ({name}={json.dumps(body[name])})")
+    messages = _messages(body.get("messages"))
     tools = body.get("tools")
     if tools is not None and not isinstance(tools, list):
         raise BadRequest("'tools' must be a list")
+    for j, tool in enumerate(tools or []):
+        fn = tool.get("function") if isinstance(tool, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+            raise BadRequest(f'tools[{j}] must be {{"type": "function", "function": {{"name": str, ...}}}}')
     max_tokens = body.get("max_completion_tokens", body.get("max_tokens", GenerationParams.gen_length))
     if (
         not isinstance(max_tokens, int)
@@ -64,7 +154,11 @@ def parse_request(body, cfg: ModelConfig, limits: Limits) -> ChatRequest:
                 value, (kind, int) if kind is float else kind
             ):
                 raise BadRequest(f"{name} must be of type {kind.__name__}")
+            if kind is int and not 0 <= value <= MAX_INT_KNOB:
+                raise BadRequest(f"{name} must be from 0 to {MAX_INT_KNOB}")
             knobs[name] = value
+    if knobs.get("block_length", 1) > limits.max_tokens:
+        raise BadRequest(f"block_length must be at most {limits.max_tokens} (the largest max_tokens)")
     temperature = body.get("temperature", 0.0)
     if not isinstance(temperature, (int, float)) or isinstance(temperature, bool):
         raise BadRequest("temperature must be a number")
@@ -72,4 +166,6 @@ def parse_request(body, cfg: ModelConfig, limits: Limits) -> ChatRequest:
         params = GenerationParams(gen_length=max_tokens, temperature=float(temperature), **knobs).resolve(cfg)
     except DecodingError as e:
         raise BadRequest(str(e)) from None
-    return ChatRequest(messages, tools, params, bool(body.get("stream", False)), max_tokens)
+    if params.steps > params.gen_length:  # a step commits at least one token: more steps is no work done
+        raise BadRequest(f"steps must be at most {params.gen_length} (max_tokens, in whole blocks)")
+    return ChatRequest(messages, tools, params, _flag(body, "stream"), max_tokens, _stop(body.get("stop")))

@@ -11,6 +11,7 @@ from dataclasses import asdict
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from jinja2 import TemplateError
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from llm.engine.async_engine import AsyncEngine
@@ -32,6 +33,7 @@ def create_app(
     tok = engine.engine.tokenizer
     cfg = engine.engine.config
     defaults = asdict(GenerationParams().resolve(cfg))
+    longest = tok.longest_token_bytes()
     app = FastAPI(title="ttfat diffusion LLM server")
 
     def error(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
@@ -61,15 +63,27 @@ def create_app(
             return error(
                 429, f"server is at its limit of {limits.max_concurrent} concurrent requests", "rate_limit"
             )
+        raw = await read_body(request, limits.max_body_bytes)
+        if raw is None:
+            return error(413, f"the request body is over {limits.max_body_bytes} bytes")
         try:
-            body = json.loads(await request.body())
+            body = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             return error(400, f"malformed JSON: {e}")
+        except RecursionError:
+            return error(400, "malformed JSON: nested too deeply")
         try:
             req = parse_request(body, cfg, limits)
-            prompt = tok.encode_chat(req.messages, req.tools)
-        except (ValueError, KeyError, TypeError) as e:  # BadRequest is a ValueError
+            text = tok.apply_chat_template(req.messages, req.tools)
+            # a token is at most `longest` bytes: a prompt longer than that many bytes per allowed token
+            # is refused before the tokenizer spends time on it
+            if len(text.encode()) > limits.max_prompt_tokens * longest:
+                return error(400, f"prompt is over {limits.max_prompt_tokens} tokens (the limit)")
+            prompt = tok.encode(text)
+        except (ValueError, KeyError, TypeError, TemplateError) as e:  # BadRequest is a ValueError
             return error(400, str(e))
+        except RecursionError:
+            return error(400, "the request is nested too deeply")
         if len(prompt) > limits.max_prompt_tokens:
             return error(400, f"prompt is {len(prompt)} tokens; the limit is {limits.max_prompt_tokens}")
         rid = f"chatcmpl-{uuid.uuid4().hex[:16]}"
@@ -77,7 +91,7 @@ def create_app(
             chunks = engine.stream(prompt, req.params, rid)  # the engine has it before any byte goes back
         except ValueError as e:
             return error(400, str(e))
-        events = reply_events(chunks, ReplyParser(tok), len(prompt), req.max_tokens, start, metrics)
+        events = reply_events(chunks, ReplyParser(tok), len(prompt), req.max_tokens, start, metrics, req.stop)
         if req.stream:
             return StreamingResponse(sse(events, rid, model_name), media_type="text/event-stream")
         reply = await collect_reply(events, request.is_disconnected)
@@ -89,3 +103,18 @@ def create_app(
                 "usage": final["usage"], "ttfat_timings": final["ttfat_timings"]}  # fmt: skip
 
     return app
+
+
+async def read_body(request: Request, limit: int) -> bytes | None:
+    """The body, or None as soon as it is known to be over `limit` bytes (from Content-Length, or while
+    it streams in), so a huge body is never read whole."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        return None
+    parts, size = [], 0
+    async for part in request.stream():
+        size += len(part)
+        if size > limit:
+            return None
+        parts.append(part)
+    return b"".join(parts)

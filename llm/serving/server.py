@@ -25,6 +25,7 @@ class ServerConfig:
     threads: int | None = None  # default: half the cores (the rest for the event loop, ASR and TTS)
     max_batch: int = 16
     limits: Limits = field(default_factory=Limits)
+    drain_s: float = 10.0  # on SIGTERM: requests under way get this long to finish, then are cancelled
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -54,12 +55,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="largest max_tokens accepted (default %(default)s)")  # fmt: skip
     p.add_argument("--max-prompt-tokens", type=int, default=Limits.max_prompt_tokens,
                    help="longest prompt accepted (default %(default)s)")  # fmt: skip
+    p.add_argument("--max-body-bytes", type=int, default=Limits.max_body_bytes,
+                   help="largest request body accepted; larger gets 413 (default %(default)s)")  # fmt: skip
+    p.add_argument("--drain-s", type=float, default=ServerConfig.drain_s,
+                   help="on SIGTERM, seconds requests under way get (default %(default)s)")  # fmt: skip
 
 
 def config_from_args(args: argparse.Namespace, model: Path, name: str) -> ServerConfig:
-    limits = Limits(args.max_prompt_tokens, args.max_tokens, args.max_concurrent)
+    limits = Limits(args.max_prompt_tokens, args.max_tokens, args.max_concurrent, args.max_body_bytes)
     return ServerConfig(model, args.name or name, args.host, args.port, args.api_key, args.device,
-                        args.dtype, args.threads, args.max_batch, limits)  # fmt: skip
+                        args.dtype, args.threads, args.max_batch, limits, args.drain_s)  # fmt: skip
 
 
 def serve(config: ServerConfig) -> None:
@@ -77,7 +82,9 @@ def serve(config: ServerConfig) -> None:
     engine = AsyncEngine(Engine(config.model, device=config.device, dtype=dtype, max_batch=config.max_batch))
     app = create_app(engine, config.name or config.model.name, config.api_key, config.limits)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    uvicorn.run(app, host=config.host, port=config.port, log_level="warning")
+    # SIGTERM: uvicorn stops accepting, lets requests under way finish for drain_s, then cancels them
+    uvicorn.run(app, host=config.host, port=config.port, log_level="warning",
+                timeout_graceful_shutdown=config.drain_s)  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -13,20 +13,23 @@ from collections.abc import AsyncIterator
 from llm.engine.sequence import Chunk
 from llm.serving.metrics import Metrics
 from llm.serving.reply import ReplyParser
+from llm.serving.stop import StopSequences
 
 log = logging.getLogger("ttfat.server")
 
 
 async def reply_events(
     chunks: AsyncIterator[Chunk], parser: ReplyParser, prompt_len: int, max_tokens: int, start: int,
-    metrics: Metrics,
+    metrics: Metrics, stop: list[str] | None = None,
 ) -> AsyncIterator[tuple[str, object]]:  # fmt: skip
     """(kind, payload) pairs: content and reasoning text, tool calls, then the final record
     (finish reason, usage, `ttfat_timings`: ms from `start`, when the server received the request).
-    Leaving early cancels the request in the engine."""
+    Content ends before the first `stop` sequence. Leaving early cancels the request in the engine."""
     first_token = first_content = last = None
     tokens = 0
     status = "200"
+    stops = StopSequences(stop or [])
+    stopped = False
     try:
         async for chunk in chunks:
             last = chunk
@@ -37,17 +40,21 @@ async def reply_events(
             reasoning, text = parser.feed(take)
             if reasoning:
                 yield "reasoning", reasoning
+            text, stopped = stops.feed(text)
             if text:
                 first_content = first_content or chunk.emit_ns
                 yield "content", text
-            if tokens >= max_tokens:
+            if stopped or tokens >= max_tokens:
                 break
+        if rest := stops.flush():
+            first_content = first_content or last.emit_ns
+            yield "content", rest
         calls = parser.tool_calls()
         for i, call in enumerate(calls):
             yield "tool_call", {"index": i, "id": call.id, "type": "function",
                                 "function": {"name": call.name, "arguments": call.arguments}}  # fmt: skip
-        finish = "tool_calls" if calls else ("length" if tokens >= max_tokens or
-                                             last.finish_reason == "length" else "stop")  # fmt: skip
+        finish = "tool_calls" if calls else ("length" if not stopped and (tokens >= max_tokens or
+                                             last.finish_reason == "length") else "stop")  # fmt: skip
         answer_at = None if calls else first_content
         ms = lambda t: None if t is None else round((t - start) / 1e6, 3)  # noqa: E731
         timings = {

@@ -24,6 +24,9 @@ def add_parser(sub) -> None:
     add_mode_args(p)
     p.add_argument("--concurrency", type=int, default=1, help="calls replayed at once (default %(default)s)")
     p.add_argument("--out", help="run directory (default runs/replay-DATE-TIME)")
+    p.add_argument("--resume", action="store_true",
+                   help="with --out: replay only the calls the run directory does not hold complete (after a "
+                   "crash or Ctrl-C); a call cut short is replayed whole; the report covers all")  # fmt: skip
     p.add_argument("--channel", default="auto", help="caller channel of stereo files: auto (loudest), 0, 1")
     p.add_argument("--html", metavar="FILE", help="also write the HTML report (waterfall, CDFs)")
     add_stack_args(p)
@@ -46,10 +49,12 @@ def run(args: argparse.Namespace) -> int:
     channel = args.channel if args.channel == "auto" else int(args.channel)
     calls = find_calls(args.paths, channel)
     settings = settings_from_args(args, args.mode, playback_latency_ms=args.playback_latency_ms)
+    if args.resume and not args.out:
+        raise SettingsError("--resume needs --out: the run directory to finish")
     out = Path(args.out or time.strftime("runs/replay-%Y%m%d-%H%M%S"))
-    if len(endpoints(args)) > 1 and (args.concurrency != 1 or args.mqtt or args.html):
-        raise SettingsError("an A/B run replays one call at a time, without --mqtt or --html (ttfat report "
-                            "each run directory after it)")  # fmt: skip
+    if len(endpoints(args)) > 1 and (args.concurrency != 1 or args.mqtt or args.html or args.resume):
+        raise SettingsError("an A/B run replays one call at a time, without --mqtt, --html or --resume "
+                            "(ttfat report each run directory after it)")  # fmt: skip
     with contextlib.ExitStack() as stack:
         arms = open_stack(args, stack, settings, mode=args.mode, concurrency=args.concurrency,
                           inputs=args.paths)  # fmt: skip
@@ -58,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             [(_, stages, env)] = arms
             publisher = publisher_from_args(args, out.name, env)  # None without --mqtt
-            summaries = [asyncio.run(replay(calls, stages, settings, out, args.concurrency, env, publisher))]
+            summaries = [asyncio.run(replay(calls, stages, settings, out, args.concurrency, env, publisher,
+                                            resume=args.resume))]  # fmt: skip
     if len(arms) > 1:
         names = [str(out / label) for label, _, _ in arms]
         for name, summary in zip(names[1:], summaries[1:], strict=True):

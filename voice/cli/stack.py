@@ -162,7 +162,7 @@ def open_stack(
         if url is None:
             local = model or "bundled"
             print(f"ttfat: starting the LLM server ({local}) on a free loopback port", file=sys.stderr)
-            url = stack.enter_context(ServerProcess(model_dir(local), served_name(local)))
+            url = stack.enter_context(ServerProcess(model_dir(local), served_name(local), supervise=True))
             model = served_name(local)
         model = check_endpoint(url, model or spec.model, tools, args.api_key)
         chat = OpenAIChat(url, model=model, api_key=args.api_key, extra=extra, max_tokens=args.max_tokens)

@@ -1,0 +1,203 @@
+"""Load held, measured (issue 22): N callers at once replaying recordings/ in a loop, in fast mode so
+the cores are saturated, against one LLM server, for a given time. Prints turns completed, failed by
+status, turns lost (started but never recorded: must be 0), the resident memory of the voice process
+and of the server every 30 s with the leak check (after warm-up, the last third's mean within 5% of the
+first third's), open server requests at the end (must be 0), file descriptors and threads at the start
+and the end, and latency percentiles per minute (so that degradation over time shows).
+
+    python bench/soak.py [--callers 16] [--minutes 10] [--json FILE]
+
+Exits 1 when a check fails (lost turns, leaked requests, memory grown). The test suite runs a short one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import os
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import httpx
+
+from asr.whisper import Transcriber
+from llm.serving.client import OpenAIChat
+from llm.serving.process import ServerProcess
+from llm.support.models import model_dir
+from llm.support.tools import store_agent
+from tts.piper import Synthesizer
+from voice.replay import find_calls, replay_call
+from voice.report import percentile
+from voice.runlog import RunLog
+from voice.settings import Settings
+from voice.stages import Stages
+from voice.timeline import Timeline
+
+SAMPLE_S = 30.0
+
+
+def rss_mib(pid: int | str = "self") -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def threads(pid: int | str = "self") -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Threads:"):
+            return int(line.split()[1])
+    return 0
+
+
+def fds(pid: int | str = "self") -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def handles(server_pid: int) -> dict:
+    return {"fds": fds(), "threads": threads(), "server_fds": fds(server_pid),
+            "server_threads": threads(server_pid)}  # fmt: skip
+
+
+class SoakLog(RunLog):
+    """The run log, noting when each record was written and which turns were ever started."""
+
+    def __init__(self, out: Path):
+        super().__init__(out)
+        self.written: list[tuple[float, dict]] = []
+        self.started: set[tuple[str, int]] = set()
+
+    def watch(self, timeline: Timeline) -> None:
+        super().watch(timeline)
+        timeline.observers.append(lambda e: e.turn >= 0 and self.started.add((timeline.call, e.turn)))
+
+    def write_turn(self, record: dict) -> None:
+        super().write_turn(record)
+        self.written.append((time.monotonic(), record))
+
+
+def leak_check(samples: list[float], warmup: int = 1) -> dict:
+    """The last third's mean against the first third's, after `warmup` samples."""
+    kept = samples[warmup:]
+    third = max(1, len(kept) // 3)
+    first, last = kept[:third], kept[-third:]
+    mean = lambda xs: sum(xs) / len(xs) if xs else 0.0  # noqa: E731
+    growth = mean(last) / mean(first) - 1 if first and mean(first) else 0.0
+    return {"first_third_mib": round(mean(first), 1), "last_third_mib": round(mean(last), 1),
+            "growth": round(growth, 4), "ok": growth <= 0.05}  # fmt: skip
+
+
+async def soak(stages: Stages, server_pid: int, url: str, callers: int, seconds: float, out: Path) -> dict:
+    calls = find_calls(["recordings"])
+    settings = Settings("fast")
+    log = SoakLog(out)
+    names = itertools.count()
+    deadline = time.monotonic() + seconds
+    memory: list[dict] = []
+    start = handles(server_pid)
+
+    async def caller(k: int) -> None:
+        for call in itertools.cycle(calls[k % len(calls) :] + calls[: k % len(calls)]):
+            if time.monotonic() >= deadline:
+                return
+            await replay_call(replace(call, name=f"{call.name}-{next(names)}"), stages, settings, log)
+
+    async def sampler() -> None:
+        t0 = time.monotonic()
+        while True:
+            memory.append({"s": round(time.monotonic() - t0), "voice_mib": round(rss_mib(), 1),
+                           "server_mib": round(rss_mib(server_pid), 1)})  # fmt: skip
+            await asyncio.sleep(SAMPLE_S)
+
+    await stages.warm_up()
+    began = time.monotonic()
+    sampling = asyncio.create_task(sampler())
+    await asyncio.gather(*(caller(k) for k in range(callers)))
+    sampling.cancel()
+    memory.append({"s": round(time.monotonic() - began), "voice_mib": round(rss_mib(), 1),
+                   "server_mib": round(rss_mib(server_pid), 1)})  # fmt: skip
+    health = httpx.get(url.removesuffix("/v1") + "/health", timeout=10).json()
+    records = [r for _, r in log.written]
+    recorded = {(r["call"], r["turn"]) for r in records}
+    by_status: dict[str, int] = {}
+    for r in records:
+        by_status[r["status"]] = by_status.get(r["status"], 0) + 1
+    minutes = []
+    for minute in range(int((time.monotonic() - began) // 60) + 1):
+        heard = [r.get("first_useful_audio_ms") for t, r in log.written if int((t - began) // 60) == minute]
+        values = [float("inf") if v is None else v for v in heard]
+        minutes.append({"minute": minute + 1, "turns": len(values),
+                        "p50": percentile(values, 50) if values else None,
+                        "p95": percentile(values, 95) if values else None})  # fmt: skip
+    log.close({"soak": True})
+    end = handles(server_pid)
+    return {
+        "callers": callers,
+        "seconds": round(time.monotonic() - began, 1),
+        "turns": len(records),
+        "by_status": by_status,
+        "lost": sorted(f"{c}/{t}" for c, t in log.started - recorded),
+        "open_requests_at_end": health["running"] + health["waiting"],
+        "memory": memory,
+        "voice_leak": leak_check([m["voice_mib"] for m in memory]),
+        "server_leak": leak_check([m["server_mib"] for m in memory]),
+        "start": start,
+        "end": end,
+        "per_minute": minutes,
+    }
+
+
+def print_report(r: dict) -> None:
+    print(f"# soak: {r['callers']} callers, {r['seconds']:.0f} s, fast replay of recordings/ in a loop, "
+          f"{os.cpu_count()} cores")  # fmt: skip
+    print(f"turns {r['turns']}  by status {r['by_status']}  lost {len(r['lost'])}  "
+          f"open requests at the end {r['open_requests_at_end']}")  # fmt: skip
+    samples = [f"{m['s']}s: voice {m['voice_mib']:.0f} / server {m['server_mib']:.0f}" for m in r["memory"]]
+    print("memory (MiB)  " + "  ".join(samples))
+    for who in ("voice", "server"):
+        leak = r[f"{who}_leak"]
+        verdict = "ok" if leak["ok"] else "GROWN"
+        print(f"{who} leak check: first third {leak['first_third_mib']} MiB, last third "
+              f"{leak['last_third_mib']} MiB, growth {100 * leak['growth']:+.1f}% ({verdict})")  # fmt: skip
+    print(f"fds {r['start']['fds']} -> {r['end']['fds']} (server {r['start']['server_fds']} -> "
+          f"{r['end']['server_fds']}), threads {r['start']['threads']} -> {r['end']['threads']} (server "
+          f"{r['start']['server_threads']} -> {r['end']['server_threads']})")  # fmt: skip
+    print("first useful audio heard per minute (ms): " + "  ".join(
+        f"m{m['minute']} p50 {m['p50']:.0f} p95 {m['p95']:.0f} (n {m['turns']})" for m in r["per_minute"]
+        if m["turns"]))  # fmt: skip
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--callers", type=int, default=16)
+    ap.add_argument("--minutes", type=float, default=10.0)
+    ap.add_argument("--json", help="also write the figures as JSON here")
+    args = ap.parse_args()
+    global SAMPLE_S
+    SAMPLE_S = min(SAMPLE_S, args.minutes * 60 / 6)  # at least six samples, for the thirds
+    out = Path(tempfile.mkdtemp(prefix="ttfat-soak-"))
+    server = ServerProcess(model_dir("bundled"), "bundled")
+    with server as url:
+        agent = store_agent(OpenAIChat(url, model="bundled"))
+        stages = Stages(Transcriber(window="auto"), agent, Synthesizer())
+        result = asyncio.run(soak(stages, server.proc.pid, url, args.callers, args.minutes * 60, out))
+    print_report(result)
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    ok = (
+        not result["lost"]
+        and result["open_requests_at_end"] == 0
+        and result["voice_leak"]["ok"]
+        and (result["server_leak"]["ok"])
+    )
+    print("checks: " + ("all passed" if ok else "FAILED"), file=sys.stderr)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,214 @@
+"""Property-based fuzzing (issue 22) of the three places that take outside input: the HTTP API (any JSON
+body: never a 5xx, every 4xx an OpenAI-style error, and the server still answers afterwards), the audio
+loader and turn detector (any bytes, rates, channel counts, lengths, NaN/inf/clipped samples: a result
+or a one-line AudioError, never an escaping exception or a hang), and the agent's handling of tool-call
+arguments the model gets wrong (never raises, the raw arguments are kept, the model is told of the
+error and asked again, and the caller hears its answer).
+
+Fixed seeds in CI (tests/conftest.py); `HYPOTHESIS_PROFILE=fuzz pytest -m fuzz tests/test_fuzz.py` runs
+them for long with random ones."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import struct
+
+import httpx
+import numpy as np
+import pytest
+import soundfile as sf
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from llm.chat import Delta, ToolCall
+from llm.serving.process import LocalServer
+from llm.serving.requests import Limits
+from llm.support.models import model_dir
+from llm.support.policy import SYSTEM_PROMPT
+from voice.audio import AudioError, load_audio
+from voice.settings import VadConfig
+from voice.turns import TurnDetector
+
+pytestmark = pytest.mark.fuzz
+
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=20,
+)
+ROLE = st.sampled_from(["system", "user", "assistant", "tool", "wizard", "", None, 3])
+MESSAGE = st.fixed_dictionaries(
+    {"role": ROLE},
+    optional={"content": JSON | st.text(max_size=40), "tool_calls": JSON, "tool_call_id": JSON, "name": JSON},
+)
+FIELDS = ["stream", "max_tokens", "temperature", "threshold", "steps", "block_length", "cache", "stop", "n",
+          "tools", "logprobs", "response_format", "seed", "factor", "ignore_eos",
+          "max_completion_tokens"]  # fmt: skip
+BODY = st.fixed_dictionaries(
+    {"messages": st.lists(MESSAGE, max_size=4) | JSON},
+    optional={name: JSON for name in FIELDS} | {"model": st.text(max_size=10)},
+)
+
+
+@pytest.fixture(scope="module")
+def server():
+    local = LocalServer(model_dir("bundled"), "bundled", limits=Limits(max_tokens=16))
+    with local as url:
+        yield url
+
+
+@settings(max_examples=300)
+@given(body=BODY | JSON)
+def test_the_api_never_answers_5xx_and_every_4xx_says_why(server, body):
+    if isinstance(body, dict) and body.get("max_tokens") is None:
+        body = {**body, "max_tokens": 8}  # the valid ones stay quick
+    r = httpx.post(server + "/chat/completions", json=body, timeout=60)
+    assert r.status_code < 500, (body, r.text)
+    if r.status_code >= 400:
+        assert isinstance(r.json()["error"]["message"], str)
+    elif isinstance(body, dict) and body.get("stream") is True:
+        assert r.text.rstrip().endswith("data: [DONE]") or '"error"' in r.text
+
+
+def test_the_server_still_answers_after_the_fuzzing(server):
+    messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "hi"}]
+    r = httpx.post(server + "/chat/completions", json={"messages": messages, "max_tokens": 16}, timeout=60)
+    assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"]
+
+
+def wav_bytes(rate: int, channels: int, bits: int, payload: bytes, declared: int | None = None) -> bytes:
+    """A RIFF/WAVE file with whatever header values it is given."""
+    block = channels * bits // 8
+    data = declared if declared is not None else len(payload)
+    fmt = struct.pack("<HHIIHH", 1, channels, rate, (rate * block) % 2**32, block, bits)
+    return (b"RIFF" + struct.pack("<I", 36 + len(payload)) + b"WAVEfmt " + struct.pack("<I", 16) + fmt
+            + b"data" + struct.pack("<I", data % 2**32) + payload)  # fmt: skip
+
+
+@settings(max_examples=200)
+@given(
+    rate=st.sampled_from([0, 1, 8000, 16000, 44100, 192000, 2**31 - 1]),
+    channels=st.integers(0, 9),
+    bits=st.sampled_from([0, 8, 16, 24, 32, 13]),
+    payload=st.binary(max_size=4096),
+    declared=st.none() | st.integers(0, 2**32),
+    suffix=st.sampled_from([".wav", ".flac", ".mp3", ".ogg"]),
+)
+def test_any_file_is_audio_or_one_clear_error(
+    tmp_path_factory, rate, channels, bits, payload, declared, suffix
+):
+    path = tmp_path_factory.mktemp("f") / f"x{suffix}"
+    path.write_bytes(wav_bytes(rate, channels, bits, payload, declared) if suffix == ".wav" else payload)
+    try:
+        audio = load_audio(path)
+    except AudioError as e:
+        assert "\n" not in str(e) and str(path) in str(e)
+        return
+    assert audio.samples.dtype == np.float32 and np.all(np.isfinite(audio.samples))
+
+
+@settings(max_examples=100)
+@given(
+    samples=st.lists(st.floats(allow_nan=True, allow_infinity=True, width=32), min_size=0, max_size=3000),
+    rate=st.sampled_from([8000, 16000, 22050, 48000]),
+    channels=st.integers(1, 3),
+)
+def test_any_samples_written_as_float_are_read_or_refused(tmp_path_factory, samples, rate, channels):
+    data = np.array(samples, np.float32)
+    data = np.repeat(data[:, None], channels, axis=1) if channels > 1 else data
+    buf = io.BytesIO()
+    sf.write(buf, data, rate, format="WAV", subtype="FLOAT")
+    path = tmp_path_factory.mktemp("s") / "x.wav"
+    path.write_bytes(buf.getvalue())
+    try:
+        audio = load_audio(path)
+    except AudioError as e:
+        assert "\n" not in str(e)
+        return
+    assert np.all(np.isfinite(audio.samples))
+
+
+@settings(max_examples=100)
+@given(frames=st.lists(st.lists(st.floats(-4, 4, width=32) | st.sampled_from([np.nan, np.inf, -np.inf]),
+                                min_size=480, max_size=480), max_size=60))  # fmt: skip
+def test_the_turn_detector_takes_any_frames(frames):
+    detector = TurnDetector(16000, VadConfig())
+    with np.errstate(all="ignore"):
+        for frame in frames:
+            detector.push(np.array(frame, np.float32))
+        detector.flush()
+
+
+class WrongArguments:
+    """The model's first reply: one tool call with the arguments given (a fault the bundled model makes
+    only now and then, so it is injected); every later call goes to the real model."""
+
+    def __init__(self, real, name: str, arguments: str):
+        self.real, self.name, self.arguments, self.calls = real, name, arguments, 0
+
+    async def chat(self, messages, tools):
+        self.calls += 1
+        if self.calls == 1:
+            yield Delta("content", 0, "Let me check that for you.")
+            yield Delta("tool_call", 0, tool_call=ToolCall(self.name, self.arguments))
+            yield Delta("done", 0)
+            return
+        async for delta in self.real.chat(messages, tools):
+            yield delta
+
+
+@pytest.fixture(scope="module")
+def engine():
+    from llm.engine.async_engine import AsyncEngine
+    from llm.engine.engine import Engine
+
+    e = AsyncEngine(Engine(model_dir("bundled"), device="cpu"))
+    yield e
+    e.close()
+
+
+def not_an_object(text: str) -> bool:
+    try:
+        return not isinstance(json.loads(text), dict)
+    except json.JSONDecodeError:
+        return True
+
+
+KEY = {"check_stock": "product", "lookup_order": "order_id"}
+NOT_TEXT = JSON.filter(lambda v: not isinstance(v, str) and (not isinstance(v, int) or isinstance(v, bool)))
+
+
+def malformed(tool: str) -> st.SearchStrategy[str]:
+    """Arguments a model gets wrong: not JSON, cut off, not an object, the field missing or not text."""
+    return st.one_of(
+        st.text(max_size=40).filter(not_an_object),
+        st.builds(lambda s: '{"' + KEY[tool] + '": "' + s, st.text(max_size=20)),  # cut off
+        JSON.filter(lambda v: not isinstance(v, dict)).map(json.dumps),
+        st.dictionaries(st.text(max_size=8).filter(lambda k: k != KEY[tool]), JSON, max_size=3).map(
+            json.dumps
+        ),
+        NOT_TEXT.map(lambda v: json.dumps({KEY[tool]: v})),
+    )
+
+
+@settings(max_examples=40)
+@given(data=st.data(), tool=st.sampled_from(sorted(KEY)))
+def test_wrong_tool_arguments_never_escape_the_agent(engine, data, tool):
+    from llm.serving.engine_chat import EngineChat
+    from llm.support.tools import store_agent
+
+    arguments = data.draw(malformed(tool))
+    agent = store_agent(WrongArguments(EngineChat(engine), tool, arguments))
+    said = {"check_stock": "do you have the yoga mat in stock", "lookup_order": "where is my order 4217"}
+    result = asyncio.run(agent.turn(said[tool]))
+    record = result.to_dict()["tool_calls"][0]
+    assert record["arguments"] == arguments and record["name"] == tool  # kept raw
+    assert record["error"], record  # the model was told its call went wrong
+    # and the caller hears an answer; whether it asks again is the model's part (issue 20's data)
+    assert result.answer and len(result.calls) >= 2
