@@ -36,13 +36,13 @@ class LLMCall:
 
     round: int
     request_ns: int
-    endpoint: str | None = None  # the backend's URL and model, when it has them (in-process: None)
-    model: str | None = None
     first_token_ns: int | None = None
     first_content_ns: int | None = None
     done_ns: int = 0
     tools: list[str] = field(default_factory=list)  # the tool calls it made
     server: dict | None = None
+    endpoint: str | None = None  # the backend's URL and model, when it has them (in-process: None)
+    model: str | None = None
 
     @property
     def answered(self) -> bool:
@@ -148,9 +148,8 @@ class Agent:
         said = [{**m, "content": self.words(m["content"])} if m["role"] == "user" else m for m in said]
         messages = [{"role": "system", "content": self.system_prompt}, *said]
         for round_ in range(self.max_tool_rounds + 1):
-            call = LLMCall(
-                round_, time.monotonic_ns(), getattr(self.llm, "url", None), getattr(self.llm, "model", None)
-            )
+            call = LLMCall(round_, time.monotonic_ns(), endpoint=getattr(self.llm, "url", None),
+                           model=getattr(self.llm, "model", None))  # fmt: skip
             result.calls.append(call)
             emit(AgentEvent("llm_request", call.request_ns, round_))
             content, calls = await self._ask(messages, call, result, emit)

@@ -83,6 +83,8 @@ def test_a_second_agent_file_replays_a_recording_end_to_end(tmp_path):
         assert call["name"] == "check_stock" and call["error"] is None
         assert call["result"] == {"found": True, "rows": [rows[product]]}  # the backend ran its query
         assert len(turn["llm_calls"]) == 2  # and its rows went back to the model for the answer
+        for llm in turn["llm_calls"]:  # each LLM call names its endpoint and model
+            assert llm["model"] == "bundled" and llm["endpoint"].startswith("http://127.0.0.1:")
     env = json.loads((tmp_path / "run" / "summary.json").read_text())["environment"]
     assert env["agent"] == {"file": str(agent), "name": "warehouse", "tools": {"check_stock": "sqlite"}}
     assert env["llm"]["model"] == "bundled"
