@@ -457,3 +457,45 @@ def test_a_recording_that_breaks_off_is_replayed_up_to_the_break(tmp_path, model
     assert heard and gone and len(heard) + len(gone) == len(turns)
     assert all(t["file_cut_short"] for t in heard)
     assert all("breaks off before this turn" in t["error"] for t in gone)
+
+
+class SlowSecondPass:
+    """The ASR with its 30 s pass made slow, as on a machine under load (the soak found the hang this
+    guards against at 16 callers; a fault the quiet test machine does not produce on its own)."""
+
+    def __init__(self, inner, seconds: float):
+        self.inner, self.seconds = inner, seconds
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def second_pass(self, audio, first):
+        time.sleep(self.seconds)
+        return self.inner.second_pass(audio, first)
+
+
+def test_a_barge_in_between_the_two_asr_passes_ends_the_turn(tmp_path, models, server):
+    """call01's "where is my order one nine two four" (both passes hear the same digits), then the caller
+    speaks again while the 30 s pass is still running: the first turn is recorded as cut off before a
+    useful answer, the second is answered, and the call ends (it used to wait forever for the first
+    answer's gate)."""
+    (call,) = [c for c in find_calls(["recordings"]) if c.name == "call01"]
+    ref = call.reference[1]
+    first = load_audio(call.path).samples[
+        int((ref["speech_start_s"] - 1) * 16000) : int(ref["speech_end_s"] * 16000) + 4000
+    ]
+    again = load_audio(speech_file(models, tmp_path / "again.wav", ["what are your opening hours"])).samples
+    path = tmp_path / "barge.wav"
+    sf.write(path, np.concatenate([first, again]), 16000)
+    slow = (SlowSecondPass(models[0], 3.0), models[1])
+    calls = find_calls([str(path)])
+    out = tmp_path / "run"
+    summary = asyncio.run(asyncio.wait_for(
+        run(calls, stages(slow, server), Settings("realtime"), out, 1, {}), timeout=120))  # fmt: skip
+    turns = [json.loads(line) for line in (out / "turns.jsonl").read_text().splitlines()]
+    events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
+    barge = [e for e in events if e["event"] == "barge_in"]
+    assert barge and barge[0]["turn"] == 0
+    assert [t["turn"] for t in turns] == [0, 1] and summary["turns"] == 2
+    assert turns[0]["status"] == "no_answer" and "barged in" in turns[0]["error"]
+    assert turns[1]["status"] == "ok" and "eight" in turns[1]["answer"]

@@ -139,6 +139,10 @@ class Attempt:
             if not self.answer:
                 raise
             self.answer.cancel()  # the answer under way goes with it, and records why
+            if self.log is not None and self.log.held is not None:
+                # never kept, so nothing will open its gate: its events join the turn now, or the cancelled
+                # answer would wait for the gate forever (a barge-in between the two ASR passes)
+                self.log.release()
             await asyncio.wait([self.answer])
             if self.answer.cancelled():
                 raise
