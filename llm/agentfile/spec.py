@@ -211,18 +211,16 @@ def _tool(name: str, table: object, schema: dict | None, base: Path, fail) -> To
     timeout = table.get("timeout_s", DEFAULT_TIMEOUT_S)
     if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
         raise fail(f"{key}.timeout_s", "must be a number of seconds > 0")
+    if kind == "sqlite" and not isinstance(table.get("query"), str):
+        raise fail(f"{key}.query", "a sqlite backend needs its query")
     properties = set(schema["function"].get("parameters", {}).get("properties", {}))
     try:
         if kind == "python":
             backend = PythonBackend(table["python"], base)
         elif kind == "sqlite":
-            if not isinstance(table.get("query"), str):
-                raise fail(f"{key}.query", "a sqlite backend needs its query")
             backend = SqliteBackend(base / table["sqlite"], table["query"], properties)
         else:
             backend = FixtureBackend(base / table["fixture"])
     except ValueError as e:
-        if isinstance(e, AgentFileError):
-            raise
         raise fail(f"{key}.{kind}", str(e)) from None
     return ToolSpec(name, schema, backend, kind, float(timeout))

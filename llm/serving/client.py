@@ -87,10 +87,11 @@ def check_endpoint(base_url: str, model: str | None, tools: list[dict] | None, a
     import openai
 
     client = openai.OpenAI(base_url=base_url, api_key=api_key or "none", timeout=30.0, max_retries=0)
+    refused = f"{base_url}: the API key was refused (--api-key or $OPENAI_API_KEY)"
     try:
         served = [m.id for m in client.models.list().data]
     except openai.AuthenticationError:
-        raise EndpointError(f"{base_url}: the API key was refused (--api-key or $OPENAI_API_KEY)") from None
+        raise EndpointError(refused) from None
     except openai.APIConnectionError as e:
         raise EndpointError(f"{base_url}: no OpenAI-compatible endpoint answers there ({e})") from None
     except openai.APIStatusError:
@@ -103,7 +104,7 @@ def check_endpoint(base_url: str, model: str | None, tools: list[dict] | None, a
         client.chat.completions.create(model=model, messages=[{"role": "user", "content": "hello"}],
                                        tools=tools or openai.NOT_GIVEN, max_tokens=1)  # fmt: skip
     except openai.AuthenticationError:
-        raise EndpointError(f"{base_url}: the API key was refused (--api-key or $OPENAI_API_KEY)") from None
+        raise EndpointError(refused) from None
     except openai.APIStatusError as e:
         what = "tool calls (the agent's tools)" if tools and "tool" in str(e).lower() else "the request"
         raise EndpointError(f"{base_url}: model {model!r} rejects {what}: {e}") from None

@@ -29,6 +29,7 @@ from llm.support.dataset import Example, make_examples, real_queries
 from llm.support.policy import SYSTEM_PROMPT
 from llm.support.spoken import caller_words, parse_order_id
 from llm.support.store import STATUSES, Store, order_id_argument
+from llm.support.tools import store as shared_store
 
 CARRIERS_AND_PHRASES = ["UPS", "USPS", "FedEx", "DHL", "your order", "should arrive", "December", "January"]
 ORDER_FACT_WORDS = [s.replace("_", " ") for s in STATUSES] + CARRIERS_AND_PHRASES
@@ -132,7 +133,7 @@ def score(engine: Engine, examples: list[Example], params: GenerationParams, set
     prompts = [tok.encode_chat(e.messages) for e in examples]
     tool_ok, ans_ok, exact = [], [], []
     groups: dict[str, list[bool]] = {}
-    store = Store()
+    store = shared_store()  # read once for all settings
     tokens = forwards = 0
     for i in range(0, len(prompts), batch):
         for ex, gen in zip(

@@ -77,9 +77,8 @@ def match_score(query: list[str], name: list[str]) -> float:
     printer paper."""
     if not query or not name:
         return 0.0
-    joined = "".join(query), "".join(name)
-    if len(query) != len(name) and _word_match(*joined):
-        return _word_match(*joined)
+    if len(query) != len(name) and (whole := _word_match("".join(query), "".join(name))):
+        return whole
     left = list(query)
     matched, found = 0.0, 0
     for word in name:
@@ -113,10 +112,12 @@ def order_id_of(text: str) -> str | None:
     digits = re.sub(r"[\s#,.:-]", "", raw.lower().removeprefix("order").strip())
     if re.fullmatch(r"0*\d{4}", digits):
         return digits[-4:]
-    words = " ".join(re.findall(r"[a-z]+", raw.lower().replace(" and ", " ")))
-    for form, oid in _cardinals().items() if "thousand" in words else ():
-        if words.endswith(form):
-            return oid
+    words = [w for w in re.findall(r"[a-z]+", raw.lower()) if w != "and"]
+    if "thousand" in words:  # the longest run of words at the end that spells an order number
+        cardinals = _cardinals()
+        for k in range(len(words)):
+            if (oid := cardinals.get(" ".join(words[k:]))) is not None:
+                return oid
     return parse_order_id(raw)
 
 
@@ -125,20 +126,21 @@ class ProductSearch:
 
     def __init__(self, names: list[str]):
         self.names = {name: _norm_words(name) for name in sorted(names)}
+        self.stems = {name: {_stem(w) for w in words} for name, words in self.names.items()}
+        self.squashed = {name.replace(" ", ""): name for name in self.names}  # "trashcan"
 
     def find(self, query: str) -> str | None:
         """The catalogue's name for what a caller (or an ASR, or the model) calls a product: case,
         singular or plural, a missing or extra word, words run together, a small misspelling. The best
         match scoring at least ``MATCH_THRESHOLD`` wins (more words spelt right, then the name in
         alphabetical order, break a tie)."""
-        squashed = re.sub(r"[^a-z]", "", str(query).lower())
+        if (name := self.squashed.get(re.sub(r"[^a-z]", "", str(query).lower()))) is not None:
+            return name
         words = _norm_words(query)
         stems = {_stem(w) for w in words}
         best, best_key = None, (0.0, 0)
         for name, name_words in self.names.items():
-            if squashed == name.replace(" ", ""):  # "trashcan"
-                return name
-            key = (match_score(words, name_words), len(stems & {_stem(w) for w in name_words}))
+            key = (match_score(words, name_words), len(stems & self.stems[name]))
             if key > best_key:
                 best, best_key = name, key
         return best if best_key[0] >= MATCH_THRESHOLD else None

@@ -269,7 +269,7 @@ def train(tc: TrainConfig) -> dict:
     log.close()
     return {
         "steps": step,
-        "seconds": round(torch.load(state_file, weights_only=False)["seconds"], 1),
+        "seconds": round(seconds + time.monotonic() - started, 1),  # what the last save recorded
         "threads": torch.get_num_threads(),
         "device": torch.cuda.get_device_name(tc.device) if tc.device.startswith("cuda") else "cpu",
     }
