@@ -50,9 +50,12 @@ CONFIGS = {
     "speculative asr": (replace(SERIAL, speculate=True), "full"),
     "+ preempted answer": (replace(SERIAL, speculate=True, preempt=True), "full"),
     "first clause first": (replace(SERIAL, first_clause_first=True), "full"),
+    "split first clause": (replace(SERIAL, split_first_clause=True), "full"),
     "words end turns": (replace(SERIAL, speculate=True, words_end_turns=True), "auto"),
     "smart turn": (replace(SERIAL, smart_turn=True), "full"),
     "overlapped": (Settings(), "auto"),
+    "overlapped, first clause whole": (replace(Settings(), split_first_clause=False), "auto"),
+    "overlapped, tts on first words": (replace(Settings(), tts_on_first_words=True), "auto"),
 }
 
 emit_ns: dict[tuple[str, int], int] = {}

@@ -1,7 +1,8 @@
 """Live talk against replay on the same audio (issue 19, lever 6): caller turns cut from recordings/ are
-said into `ttfat talk` through virtual PulseAudio devices (voice/pulse.py), one at a time, and replayed
-in real time as files through `ttfat replay`; first useful audio heard and its stages, side by side.
-The target: talk within 100 ms of replay.
+said into `ttfat talk` through virtual PulseAudio devices (voice/pulse.py), one at a time, and then
+replayed in real time through `ttfat replay` as one call with each turn at the moment it was said, so
+both see the same conversation (an answer depends on the turns before it); first useful audio heard
+and its stages, side by side. The target: talk within 100 ms of replay.
 
     python bench/talk.py [--turns 8] [--options --serial]
 """
@@ -18,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import soundfile as sf
 
 from voice.anchors import STAGES
@@ -44,26 +46,28 @@ def clips(out: Path, n: int) -> list[Path]:
     return paths
 
 
-def talk(paths: list[Path], out: Path, options: list[str]) -> list[dict]:
+def talk(paths: list[Path], out: Path, options: list[str]) -> tuple[list[dict], list[float]]:
+    """The turns' records, and when each clip began to be said (s from the first)."""
+    said = []
     with virtual_devices(out / "pulse") as env, session(env, out / "talk", *options):
         for i, path in enumerate(paths):
+            said.append(time.monotonic())
             say(env, path)
             (turn,) = wait_for_turns(out / "talk", i + 1)[i:]
             time.sleep(max(0.5, ((turn["complete_ms"] or 0) - (turn["first_audio_ms"] or 0)) / 1e3 + 0.8))
-    return [json.loads(line) for line in (out / "talk" / "turns.jsonl").read_text().splitlines()]
+    records = [json.loads(line) for line in (out / "talk" / "turns.jsonl").read_text().splitlines()]
+    return records, [t - said[0] for t in said]
 
 
-def replay(paths: list[Path], out: Path, options: list[str]) -> list[dict]:
-    cmd = [
-        sys.executable,
-        "-m",
-        "voice.cli",
-        "replay",
-        *map(str, paths),
-        "--out",
-        str(out / "replay"),
-        *options,
-    ]
+def replay(paths: list[Path], said_s: list[float], out: Path, options: list[str]) -> list[dict]:
+    """One call: each clip where it was said in the live call, silence between."""
+    clips = [load_audio(p).samples for p in paths]
+    audio = np.zeros(int((said_s[-1] + 10) * RATE) + len(clips[-1]), dtype=np.float32)
+    for clip, at in zip(clips, said_s, strict=True):
+        audio[int(at * RATE) : int(at * RATE) + len(clip)] = clip
+    sf.write(out / "call.wav", audio, RATE)
+    cmd = [sys.executable, "-m", "voice.cli", "replay", str(out / "call.wav"), "--out", str(out / "replay")]
+    cmd += options
     subprocess.run(cmd, check=True, capture_output=True)
     return [json.loads(line) for line in (out / "replay" / "turns.jsonl").read_text().splitlines()]
 
@@ -78,7 +82,8 @@ def main() -> None:
     machine = platform.processor() or platform.machine()
     options = " ".join(args.options) or "defaults"
     print(f"# talk vs replay: {machine}; {len(paths)} turns of recordings/; {options}")
-    live, replayed = talk(paths, out, args.options), replay(paths, out, args.options)
+    live, said_s = talk(paths, out, args.options)
+    replayed = replay(paths, said_s, out, args.options)
     print(f"\n{'p50 ms (ok turns)':<44}{'talk':>8}{'replay':>8}{'talk - replay':>15}")
     for key, label in METRICS:
         a = [t[key] for t in live if t["status"] == "ok" and t.get(key) is not None]

@@ -53,3 +53,39 @@ def test_an_agents_own_fillers_are_fillers_for_it_only():
     assert is_filler("Let me look up that order.", STORE_FILLERS)
     assert is_filler("let me check that for you", STORE_FILLERS)
     assert not is_filler("Let me look up that order.")
+
+
+def words_of(text: str, split_first: bool, round_: int = 0) -> list[str]:
+    """`text` streamed a word at a time."""
+    chunker, out = Chunker(min_words=4, split_first=split_first), []
+    words = text.split(" ")
+    for i, word in enumerate(words):
+        out += chunker.feed(word if i == len(words) - 1 else word + " ", i, round_)
+    return [c.text for c in out + chunker.flush()]
+
+
+def test_the_first_clause_also_ends_before_a_conjunction_so_it_is_heard_sooner():
+    text = "Your order is still processing and ships on Thursday, and it comes with DHL."
+    assert words_of(text, split_first=False) == [
+        "Your order is still processing and ships on Thursday,",
+        "and it comes with DHL.",
+    ]
+    assert words_of(text, split_first=True) == [
+        "Your order is still processing",  # only the first clause is split: the rest plays meanwhile
+        "and ships on Thursday,",
+        "and it comes with DHL.",
+    ]
+    # never inside an amount, nor before four words
+    assert words_of("Twelve dollars and ninety eight cents was refunded.", True) == [
+        "Twelve dollars and ninety eight cents was refunded."
+    ]
+    assert words_of("Yes and no, it depends on the size.", True) == ["Yes and no, it depends on the size."]
+    # each LLM call's first clause (what follows a tool call is the answer's first)
+    chunker = Chunker(min_words=4, split_first=True)
+    out = chunker.feed("Let me look up that order. ", 0, 0)
+    out += chunker.feed("Your order has shipped with DHL and should arrive Monday.", 1, 1)
+    assert [c.text for c in out + chunker.flush()] == [
+        "Let me look up that order.",
+        "Your order has shipped with DHL",
+        "and should arrive Monday.",
+    ]

@@ -279,7 +279,7 @@ def test_replay_over_mqtt_is_collected_into_the_same_run(tmp_path, models, serve
         await asyncio.wait_for(subscribed.wait(), 10)
         publisher = MqttPublisher(HOST, broker.port, "r1")
         summary = await run(
-            [call], stages(models, server), Settings("fast"), tmp_path / "local", 1, {}, publisher
+            [call], stages(models, server), Settings("fast"), tmp_path / "local", 1, {}, [publisher]
         )
         await asyncio.wait_for(collector, 30)
         return summary

@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 Transcription = Callable[[], Awaitable[tuple[Transcript, int]]]
 
 
-async def answer_turn(call: Call, log: TurnLog, transcription: Transcription, gate: asyncio.Event) -> None:
+async def answer_turn(call: Call, log: TurnLog, transcription: Transcription, gate: asyncio.Event,
+                      words_final: asyncio.Event | None = None) -> None:  # fmt: skip
+    """`words_final`: set once the transcript's words are final, when they may not be yet (Speaking)."""
     transcript, final_ns = await transcription()
     log.record.transcript = transcript.text
     log.record.info["asr_compute_ms"] = round(transcript.compute_ms, 1)
@@ -31,9 +33,9 @@ async def answer_turn(call: Call, log: TurnLog, transcription: Transcription, ga
         log.record.status, log.record.error = "no_answer", "the ASR heard no words in this turn"
         return
     agent, clock, settings = call.stages.agent, call.timeline.clock, call.settings
-    chunker = Chunker(settings.min_clause_words, agent.fillers)
+    chunker = Chunker(settings.min_clause_words, agent.fillers, split_first=settings.split_first_clause)
     speaking = Speaking(log, call.stages.speak, call.speaker, settings.filler_grace_ms, gate,
-                        hold_undecided=settings.first_clause_first)  # fmt: skip
+                        hold_undecided=settings.first_clause_first, words_final=words_final)  # fmt: skip
 
     def on_event(event: AgentEvent) -> None:
         t = clock.from_monotonic(event.t_ns)

@@ -2,6 +2,10 @@
 
 piper speaks one sentence at a time, so waiting for the whole answer would waste the LLM's streaming.
 A clause ends at . ! ? (not inside a number such as 4.99), or at , ; : once it has `min_words` words.
+With `split_first`, the first clause of each LLM call also ends before "and", "but", "so" or "or" once
+it has `min_words` words: the caller waits for that clause's synthesis, which grows with its length
+("Your order is still processing | and ships on Thursday,"); later clauses are synthesized while
+earlier ones play. Never inside an amount ("twelve dollars and ninety eight cents").
 A *filler* clause ("Sure.", "One moment.", "Let me check.") carries no answer: the first clause that is
 not filler is where the first *useful* token and the first *useful* audio are (DESIGN.md §2). Besides
 these common ones, an agent names its own fillers (what its model says before a tool call).
@@ -43,6 +47,13 @@ FILLERS = (
 # after a digit, "." may be a decimal point still streaming in ("4." then "99"): wait for a space
 _END = re.compile(r"(?<!\d)[.!?](?=\s|$)|(?<=\d)[.!?](?=\s)")
 _SOFT = re.compile(r"[,;:](?=\s|$)")
+# a conjunction whose next word is complete; after "and", a number word continues an amount
+_CONJUNCTION = re.compile(r"\s(?=(?:and|but|so|or)\s+([a-z]+)[\s,.;:!?])", re.IGNORECASE)
+_NUMBER_WORDS = {
+    "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+    "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty", "thirty",
+    "forty", "fifty", "sixty", "seventy", "eighty", "ninety", "hundred",
+}  # fmt: skip
 
 
 def _words(text: str) -> str:
@@ -67,24 +78,25 @@ class Chunker:
     """`feed(text, t_ns, round)` returns the clauses completed by this piece; `flush()` the rest.
     `fillers`: the agent's own filler phrases."""
 
-    def __init__(self, min_words: int, fillers: tuple[str, ...] = ()):
-        self.min_words, self.fillers = min_words, fillers
+    def __init__(self, min_words: int, fillers: tuple[str, ...] = (), split_first: bool = False):
+        self.min_words, self.fillers, self.split_first = min_words, fillers, split_first
         self.buffer = ""
         self.first_ns: int | None = None
         self.round = 0
+        self.first = True  # the next clause is its LLM call's first
 
     def feed(self, text: str, t_ns: int, round_: int = 0) -> list[Clause]:
         out = []
         if round_ != self.round:  # a new LLM call never continues the last one's clause
             out += self.flush()
-            self.round = round_
+            self.round, self.first = round_, True
         if not self.buffer.strip():
             self.first_ns = t_ns
         self.buffer += text
         while cut := self._cut():
             out.append(self._clause(self.buffer[:cut]))
             self.buffer = self.buffer[cut:]
-            self.first_ns = t_ns
+            self.first_ns, self.first = t_ns, False
         return out
 
     def flush(self) -> list[Clause]:
@@ -95,9 +107,13 @@ class Chunker:
         """End of the first complete clause in the buffer, or 0."""
         hard = _END.search(self.buffer)
         limit = hard.end() if hard else len(self.buffer) + 1
-        for m in _SOFT.finditer(self.buffer, 0, limit):
-            if len(self.buffer[: m.start()].split()) >= self.min_words:
-                return m.end()
+        soft = [(m.start(), m.end()) for m in _SOFT.finditer(self.buffer, 0, limit)]
+        if self.split_first and self.first:
+            soft += [(m.start(), m.start()) for m in _CONJUNCTION.finditer(self.buffer, 0, limit)
+                     if m.group(1).lower() not in _NUMBER_WORDS]  # fmt: skip
+        for start, end in sorted(soft):
+            if len(self.buffer[:start].split()) >= self.min_words:
+                return end
         return hard.end() if hard else 0
 
     def _clause(self, text: str) -> Clause:

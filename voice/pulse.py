@@ -33,7 +33,7 @@ def virtual_devices(runtime: Path) -> Iterator[dict]:
         raise PulseError(
             "PulseAudio is not installed (apt-get install pulseaudio pulseaudio-utils libasound2-plugins)"
         )
-    env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime), "PULSE_LATENCY_MSEC": "20"}
+    env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime)}
     modules = [
         "module-native-protocol-unix",
         f"module-null-sink sink_name=agent_out rate={OUT_RATE} channels=1",

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -183,14 +183,17 @@ async def run(
     out: Path,
     concurrency: int,
     env: dict,
-    publisher=None,
+    mirrors: Sequence = (),
     resume: bool = False,
 ) -> dict:
     """The whole replay: warm-up (reported, excluded), every call with a progress bar, the summary.
-    With a publisher (`--mqtt`), every event and record also goes out over MQTT. `resume`: only the
-    calls `out` does not hold complete are replayed; the summary is made from all records."""
-    async with publisher or contextlib.nullcontext():
-        log = RunLog(out, publisher, resume=resume)
+    `mirrors` (async context managers) see every event and record too: the MQTT publisher (`--mqtt`),
+    the trace exporter (`--otlp`). `resume`: only the calls `out` does not hold complete are replayed;
+    the summary is made from all records."""
+    async with contextlib.AsyncExitStack() as stack:
+        for mirror in mirrors:
+            await stack.enter_async_context(mirror)
+        log = RunLog(out, mirrors, resume=resume)
         if resume:
             env = {**env, "resumed": _resumes(out, log, calls)}
             calls = [c for c in calls if c.name not in log.done]

@@ -1,11 +1,13 @@
 """The run directory: `events.jsonl` (every timeline event), `turns.jsonl` (one record per finished
 turn), `summary.json` (percentiles, success rate, quality, environment). The log is an observer of the
 timeline: it writes each event as it is emitted and each turn record when its `turn_done` arrives.
-A mirror (the MQTT publisher, `voice/mqtt.py`) sees the same events, records and summary."""
+Mirrors (the MQTT publisher, `voice/mqtt.py`; the trace exporter, `voice/otlp.py`) see the same events,
+records and summary."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from voice.timeline import Event, Timeline
@@ -26,8 +28,8 @@ class RunLog:
     of the call under way, and what was written before stays whole (every line is written at once;
     readers skip a torn last line)."""
 
-    def __init__(self, out: str | Path, mirror=None, resume: bool = False):
-        self.dir, self.mirror = Path(out), mirror
+    def __init__(self, out: str | Path, mirrors: Sequence = (), resume: bool = False):
+        self.dir, self.mirrors = Path(out), list(mirrors)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.records: list[dict] = []
         self.done: set[str] = set()  # calls complete in the directory (resume)
@@ -41,8 +43,8 @@ class RunLog:
 
     def watch(self, timeline: Timeline) -> None:
         timeline.observers.append(lambda event: self.on_event(timeline, event))
-        if self.mirror:
-            self.mirror.observe(timeline)
+        for mirror in self.mirrors:
+            mirror.observe(timeline)
 
     def on_event(self, timeline: Timeline, event: Event) -> None:
         self.write_event(event.to_dict())
@@ -67,8 +69,8 @@ class RunLog:
 
     def write_records(self, records: list[dict]) -> None:
         """Records of turns that never ran through a timeline (an unreadable file, a missed turn)."""
-        if self.mirror:
-            self.mirror.publish_records(records)
+        for mirror in self.mirrors:
+            mirror.publish_records(records)
         for record in records:
             self.write_turn(record)
 
@@ -90,8 +92,8 @@ class RunLog:
             tmp.replace(self.dir / "summary.json")  # whole or not at all
         except OSError as e:
             raise RunDirError(f"{self.dir / 'summary.json'}: cannot write ({e.strerror or e})") from None
-        if self.mirror:
-            self.mirror.end(summary)
+        for mirror in self.mirrors:
+            mirror.end(summary)
 
 
 def _lines(path: Path) -> list[dict]:

@@ -6,7 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 MODES = ("realtime", "fast")
-LEVERS = ("speculate", "preempt", "first_clause_first", "words_end_turns", "smart_turn")  # off: serial
+LEVERS = (
+    "speculate",
+    "preempt",
+    "first_clause_first",
+    "split_first_clause",
+    "words_end_turns",
+    "smart_turn",
+)  # off: serial
 VAD_RATES = (8000, 16000, 32000, 48000)
 VAD_FRAME_MS = (10, 20, 30)
 
@@ -58,6 +65,8 @@ class Settings:
     speculate: bool = True  # transcribe what was said when the caller falls silent, before the endpoint
     preempt: bool = True  # and answer that transcript then (heard only once the turn is declared over)
     first_clause_first: bool = True  # hold words until their LLM call shows it answers (no filler ahead)
+    split_first_clause: bool = True  # the answer's first clause also ends before "and", "but" (sooner heard)
+    tts_on_first_words: bool = False  # synthesize an answer on the ASR's first pass while its second runs
     words_end_turns: bool = True  # words that read like the start of a turn ("Okay.") get a longer end window
     smart_turn: bool = False  # on a pause, a turn model ends complete turns and waits on incomplete ones
     complete_at: float = 0.5  # the turn model's probability of a complete turn that ends it

@@ -6,7 +6,9 @@ call is the last is known when it ends without a tool call (`answer_is`) or make
 (`not_the_answer`). So each answer anchor is emitted as soon as both are known: the answer's round,
 and the clause it hangs on being produced (first_useful_token), synthesized (tts_first_audio) or
 heard (first_useful_audio_heard). Nothing is played before `gate` opens (the endpoint): an answer
-started early is synthesized early and heard on time.
+started early is synthesized early and heard on time. An answer begun on words the ASR is still
+checking (a second pass) is synthesized only once `words_final` opens: TTS would take the cores that
+pass needs, and the words it would speak may yet be taken back.
 
 A filler ("Let me look up that order.", or anything said before a tool call) covers a wait; when
 useful words follow within the grace period there is no wait to cover, and speaking it would only
@@ -41,8 +43,10 @@ class Speaking:
     lived replay)."""
 
     def __init__(self, log: TurnLog, speak: Callable[[str], Awaitable[Speech]], speaker: Speaker,
-                 filler_grace_ms: float, gate: asyncio.Event, hold_undecided: bool = True):  # fmt: skip
+                 filler_grace_ms: float, gate: asyncio.Event, hold_undecided: bool = True,
+                 words_final: asyncio.Event | None = None):  # fmt: skip
         self.log, self.speak, self.speaker, self.gate = log, speak, speaker, gate
+        self.words_final = words_final
         self.grace_ns = int(filler_grace_ms * 1e6)
         self.hold_undecided = hold_undecided
         self.queue: asyncio.Queue = asyncio.Queue()  # clauses, SHOWN, and None at the end
@@ -107,13 +111,17 @@ class Speaking:
             if self.grace_ns and not await self._worth_speaking(clause, pending):
                 self.log.emit("filler_skipped", text=clause.text)
                 continue
+            if self.words_final:
+                await self.words_final.wait()
+            synth = clock()
             speech = await self.speak(clause.text)
             ready = clock()
             await self.gate.wait()
             start, end = await self.speaker.play(speech, clock())
             if not self.spoken:
                 self.log.emit("first_audio_heard", t_ns=start)
-            self.log.emit("clause", t_ns=ready, text=clause.text, filler=clause.filler, heard_ns=start)
+            self.log.emit("clause", t_ns=ready, text=clause.text, filler=clause.filler, synth_ns=synth,
+                          heard_ns=start)  # fmt: skip
             self.spoken.append(Spoken(clause, ready, start))
             self._answer_anchors()
         if self.spoken:

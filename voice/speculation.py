@@ -10,7 +10,9 @@ its events join the timeline at their own times and its audio may play.
 
 An ASR that takes a second, surer pass (asr/whisper.py, window "auto": numbers again at 30 s) lets
 the answer start on the first pass's words; if the second pass hears other digits, that answer is
-dropped (and counted) and the answer starts again on the second pass. Either way the answer is heard
+dropped (and counted) and the answer starts again on the second pass. The answer on the first pass's
+words is not synthesized until the second pass is in (unless `tts_on_first_words`): on two cores TTS
+slows that pass, which is the wait of every turn that holds a number. Either way the answer is heard
 only once its transcript is final and the turn is over.
 """
 
@@ -29,8 +31,9 @@ from voice.turns import Pause
 if TYPE_CHECKING:
     from voice.call import Call
 
-# Starts an answer task on a held log and a transcription (turntaking.py).
-StartAnswer = Callable[[TurnLog, Callable], asyncio.Task]
+# Starts an answer task on a held log, a transcription, and the event that says its words are final
+# when they may not be yet (turntaking.py).
+StartAnswer = Callable[[TurnLog, Callable, asyncio.Event | None], asyncio.Task]
 
 
 def digits(text: str) -> list[str]:
@@ -86,13 +89,14 @@ class Attempt:
         self.call.timeline.emit(self.turn, "asr_spec_first", attempt=self.number, text=first.text,
                                 compute_ms=round(first.compute_ms, 1))  # fmt: skip
         self._tell(first)
-        self._answer_on(first)
+        self._answer_on(first, words_final=None if self.call.settings.tts_on_first_words else self.final)
 
     def _tell(self, transcript: Transcript) -> None:
         for listener in self.heard:
             listener(transcript)
 
-    def _answer_on(self, transcript: Transcript | None, error: Exception | None = None) -> None:
+    def _answer_on(self, transcript: Transcript | None, error: Exception | None = None,
+                   words_final: asyncio.Event | None = None) -> None:  # fmt: skip
         self.basis = transcript
         if self.start is None or self.discarded or self.abandoned:
             return
@@ -104,7 +108,7 @@ class Attempt:
             return transcript, ready_ns
 
         self.log = TurnLog(self.call.timeline, self.turn, held=True)
-        self.answer = self.start(self.log, transcription)
+        self.answer = self.start(self.log, transcription, words_final)
         self.answering.set()
 
     async def transcription(self) -> tuple[Transcript, int]:

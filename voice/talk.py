@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import sys
 import time
+from collections.abc import Sequence
 
 from voice.anchors import ANCHORS
 from voice.call import Call
@@ -56,11 +57,14 @@ async def talk(
     microphone,
     speaker,
     env: dict,
-    publisher=None,
+    mirrors: Sequence = (),
     seconds: float | None = None,
 ) -> dict:
-    async with publisher or contextlib.nullcontext():
-        log = RunLog(out, publisher)
+    """`mirrors`: the MQTT publisher, the trace exporter (each an async context manager)."""
+    async with contextlib.AsyncExitStack() as stack:
+        for mirror in mirrors:
+            await stack.enter_async_context(mirror)
+        log = RunLog(out, mirrors)
         warmup = await stages.warm_up()
         call = Call("talk", None, stages, settings, speaker=speaker)
         log.watch(call.timeline)

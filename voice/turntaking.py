@@ -47,8 +47,9 @@ class TurnTaking:
         index = len(self.tasks) - self.continuing
         previous = self.tasks[index - 1] if index > 0 else None
 
-        def start(log: TurnLog, transcription: Transcription) -> asyncio.Task:
-            return asyncio.create_task(self._run(index, log, transcription, attempt.gate, previous, attempt))
+        def start(log: TurnLog, transcription: Transcription, words_final: asyncio.Event | None):
+            run = self._run(index, log, transcription, attempt.gate, previous, attempt, words_final)
+            return asyncio.create_task(run)
 
         attempt = Attempt(self.call, index, self.attempts, pause, start if settings.preempt else None)
         self.attempt = attempt
@@ -140,12 +141,14 @@ class TurnTaking:
             running.cancel()
 
     async def _run(self, index: int, log: TurnLog, transcription: Transcription, gate: asyncio.Event,
-                   previous: asyncio.Task | None, attempt: Attempt | None = None) -> None:  # fmt: skip
+                   previous: asyncio.Task | None, attempt: Attempt | None = None,
+                   words_final: asyncio.Event | None = None) -> None:  # fmt: skip
         call = self.call
         try:
             if previous:  # the conversation is sequential: this turn's history is the last one's answer
                 await asyncio.wait([previous])
-            await asyncio.wait_for(answer_turn(call, log, transcription, gate), call.settings.turn_timeout_s)
+            answer = answer_turn(call, log, transcription, gate, words_final)
+            await asyncio.wait_for(answer, call.settings.turn_timeout_s)
         except asyncio.CancelledError:
             if attempt and attempt.is_dropped(asyncio.current_task()):
                 return  # speech came back, or its words were taken back: this answer leaves nothing

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import argparse
 
-from voice.cli.stack import add_mode_args, add_stack_args, endpoints, open_stack, settings_from_args
+from voice.cli.stack import (
+    add_mirror_args,
+    add_mode_args,
+    add_stack_args,
+    endpoints,
+    mirrors_from_args,
+    open_stack,
+    settings_from_args,
+)
 from voice.settings import SettingsError
 
 
 def add_parser(sub) -> None:
-    from voice.mqtt import add_mqtt_args
 
     p = sub.add_parser(
         "replay",
@@ -30,7 +37,7 @@ def add_parser(sub) -> None:
     p.add_argument("--channel", default="auto", help="caller channel of stereo files: auto (loudest), 0, 1")
     p.add_argument("--html", metavar="FILE", help="also write the HTML report (waterfall, CDFs)")
     add_stack_args(p)
-    add_mqtt_args(p)
+    add_mirror_args(p)
     p.set_defaults(func=run)
 
 
@@ -41,7 +48,6 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from voice.cli.report import write_html
-    from voice.mqtt import publisher_from_args
     from voice.replay import find_calls, run_ab
     from voice.replay import run as replay
     from voice.report import compare_report, text_report
@@ -52,9 +58,11 @@ def run(args: argparse.Namespace) -> int:
     if args.resume and not args.out:
         raise SettingsError("--resume needs --out: the run directory to finish")
     out = Path(args.out or time.strftime("runs/replay-%Y%m%d-%H%M%S"))
-    if len(endpoints(args)) > 1 and (args.concurrency != 1 or args.mqtt or args.html or args.resume):
-        raise SettingsError("an A/B run replays one call at a time, without --mqtt, --html or --resume "
-                            "(ttfat report each run directory after it)")  # fmt: skip
+    if len(endpoints(args)) > 1 and (
+        args.concurrency != 1 or args.mqtt or args.otlp or args.html or args.resume
+    ):
+        raise SettingsError("an A/B run replays one call at a time, without --mqtt, --otlp, --html or "
+                            "--resume (ttfat report each run directory after it)")  # fmt: skip
     with contextlib.ExitStack() as stack:
         arms = open_stack(args, stack, settings, mode=args.mode, concurrency=args.concurrency,
                           inputs=args.paths)  # fmt: skip
@@ -62,8 +70,8 @@ def run(args: argparse.Namespace) -> int:
             summaries = asyncio.run(run_ab(calls, arms, settings, out))
         else:
             [(_, stages, env)] = arms
-            publisher = publisher_from_args(args, out.name, env)  # None without --mqtt
-            summaries = [asyncio.run(replay(calls, stages, settings, out, args.concurrency, env, publisher,
+            mirrors = mirrors_from_args(args, out.name, env)  # --mqtt, --otlp
+            summaries = [asyncio.run(replay(calls, stages, settings, out, args.concurrency, env, mirrors,
                                             resume=args.resume))]  # fmt: skip
     if len(arms) > 1:
         names = [str(out / label) for label, _, _ in arms]

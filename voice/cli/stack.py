@@ -72,6 +72,11 @@ def add_stack_args(p: argparse.ArgumentParser) -> None:
         help="speak words at once, before their LLM call has shown whether it answers",
     )
     g.add_argument(
+        "--no-split-first-clause",
+        action="store_true",
+        help="speak the answer's first clause whole, not split before 'and'/'but' to be heard sooner",
+    )
+    g.add_argument(
         "--no-words-end-turns",
         action="store_true",
         help="do not give a longer end window to words that read like the start of a turn ('Okay.')",
@@ -106,6 +111,7 @@ def settings_from_args(args: argparse.Namespace, mode: str, **more) -> Settings:
         "speculate": not args.no_speculate,
         "preempt": not (args.no_preempt or args.no_speculate),
         "first_clause_first": not args.no_first_clause_first,
+        "split_first_clause": not args.no_split_first_clause,
         "words_end_turns": not (args.no_words_end_turns or args.no_speculate),
         "smart_turn": args.smart_turn,
     }
@@ -192,3 +198,21 @@ def _label(model: str, taken: set[str]) -> str:
         label = f"{base}-{n}"
     taken.add(label)
     return label
+
+
+def add_mirror_args(p: argparse.ArgumentParser) -> None:
+    """Where else the events and records go: MQTT, OpenTelemetry."""
+    from voice.mqtt import add_mqtt_args
+    from voice.otlp import add_otlp_args
+
+    add_mqtt_args(p)
+    add_otlp_args(p.add_argument_group("OpenTelemetry (each turn a trace, in Jaeger, Tempo, Langfuse...)"))
+
+
+def mirrors_from_args(args: argparse.Namespace, run_id: str, env: dict) -> list:
+    """The MQTT publisher and the trace exporter the options ask for (either, both or none)."""
+    from voice.mqtt import publisher_from_args
+    from voice.otlp import exporter_from_args
+
+    mirrors = (publisher_from_args(args, run_id, env), exporter_from_args(args, run_id, env))
+    return [m for m in mirrors if m is not None]

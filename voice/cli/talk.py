@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import argparse
 
-from voice.cli.stack import add_stack_args, endpoints, open_stack, settings_from_args
+from voice.cli.stack import (
+    add_mirror_args,
+    add_stack_args,
+    endpoints,
+    mirrors_from_args,
+    open_stack,
+    settings_from_args,
+)
 from voice.settings import SettingsError
 
 
 def add_parser(sub) -> None:
-    from voice.mqtt import add_mqtt_args
 
     p = sub.add_parser(
         "talk",
@@ -25,7 +31,7 @@ def add_parser(sub) -> None:
     p.add_argument("--out", help="run directory (default runs/talk-DATE-TIME)")
     p.add_argument("--seconds", type=float, help="end the session after this long (default: Ctrl-C)")
     add_stack_args(p)
-    add_mqtt_args(p)
+    add_mirror_args(p)
     p.set_defaults(func=run)
 
 
@@ -36,7 +42,6 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from voice.live import DeviceSpeaker, Microphone, device_arg, list_devices
-    from voice.mqtt import publisher_from_args
     from voice.report import text_report
     from voice.talk import talk
 
@@ -53,8 +58,8 @@ def run(args: argparse.Namespace) -> int:
         stack.callback(speaker.close)
         devices = {"input": args.input_device, "output": args.output_device, "latency_ms": speaker.latency_ms}
         [(_, stages, env)] = open_stack(args, stack, settings, mode="live", devices=devices)
-        publisher = publisher_from_args(args, out.name, env)
-        summary = asyncio.run(talk(stages, settings, out, mic, speaker, env, publisher, args.seconds))
+        mirrors = mirrors_from_args(args, out.name, env)  # --mqtt, --otlp
+        summary = asyncio.run(talk(stages, settings, out, mic, speaker, env, mirrors, args.seconds))
     print(text_report(summary))
     print(f"\nrun directory: {out}")
     return 0
