@@ -5,8 +5,9 @@ STAMP := $(VENV)/.installed
 
 .PHONY: setup demo test lint bench models
 
-# Debian packages: PortAudio (sounddevice), mosquitto (MQTT tests), PulseAudio (virtual audio devices)
-SYSTEM_PACKAGES := libportaudio2 mosquitto pulseaudio pulseaudio-utils libasound2-plugins
+# Debian packages: PortAudio (sounddevice), mosquitto (MQTT tests), PulseAudio (virtual audio devices),
+# chromium (the HTML report tested in a real browser)
+SYSTEM_PACKAGES := libportaudio2 mosquitto pulseaudio pulseaudio-utils libasound2-plugins chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 $(STAMP): pyproject.toml

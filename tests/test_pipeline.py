@@ -441,6 +441,31 @@ def test_words_not_yet_known_to_answer_wait_for_their_call(models):
     assert spoken(hold=False) == ["Let me I up that order.", "Your order shipped."]
 
 
+def test_a_cancel_that_comes_as_a_clause_arrives_still_ends_the_speaking(models):
+    """Cancelled in the same loop step as the clause it waits for arrives, the speaking task ends; with
+    asyncio.wait_for (Python 3.11) the cancel was lost and the task waited on its queue forever (seen
+    as "Task was destroyed but it is pending" at the end of a bench run)."""
+    from voice.audio import SimulatedSpeaker
+    from voice.chunker import Clause
+    from voice.speaking import Speaking
+    from voice.timeline import CallClock, Timeline, TurnLog
+
+    async def cancel_as_it_arrives() -> bool:
+        timeline = Timeline("c", CallClock())
+        gate = asyncio.Event()
+        speaker = SimulatedSpeaker(clock=timeline.clock)
+        stages = Stages(None, None, models[1])
+        speaking = Speaking(TurnLog(timeline, 0), stages.speak, speaker, 400, gate)
+        speaking.say(Clause("Let me I up that order.", timeline.clock(), 0, False))  # undecided: it waits
+        await asyncio.sleep(0.02)
+        speaking.say(Clause("Your order shipped.", timeline.clock(), 1, False))  # the waited item comes...
+        speaking.cancel()  # ... and the cancel, in the same step
+        done, _ = await asyncio.wait([speaking.task], timeout=2)
+        return bool(done) and speaking.task.cancelled()
+
+    assert asyncio.run(cancel_as_it_arrives())
+
+
 def test_a_recording_that_breaks_off_is_replayed_up_to_the_break(tmp_path, models, server):
     """A truncated FLAC: the turns before the break are answered and say the file was cut short; the
     manifest's turns after it are recorded as failed, with the reason."""

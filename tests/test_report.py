@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 from voice.cli import main
 from voice.report import INF, expected_tools, facts_correct, percentile, quality, summarize, tool_correct, wer
@@ -85,7 +86,10 @@ def test_run_directory_report_html_and_compare(tmp_path, capsys):
     assert main(["report", str(tmp_path / "a"), "--html", str(tmp_path / "r.html")]) == 0
     out = capsys.readouterr().out
     assert "*TTFAT" in out and "success 83.3%" in out and "inf" in out
-    assert (tmp_path / "r.html").read_text().count("data:image/png;base64") == 2
+    page = (tmp_path / "r.html").read_text()
+    data = json.loads(page.split('<script id="data" type="application/json">')[1].split("</script>")[0])
+    assert len(data["turns"]) == 6 and data["summary"]["metrics"]["ttfat_ms"]["p95"] == "Infinity"
+    assert not re.search(r"(src|href)\s*=|<link|@import|fetch\(", page)  # works offline: nothing fetched
     assert main(["report", str(tmp_path / "a"), "--json"]) == 0
     assert math.isinf(json.loads(capsys.readouterr().out)["metrics"]["ttfat_ms"]["max"])
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 0

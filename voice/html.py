@@ -1,76 +1,85 @@
-"""`ttfat report --html`: one self-contained page with the summary, a waterfall of stages per turn and
-the CDFs of TTFAT and first useful audio heard (failed turns sit at the right edge, as never)."""
+"""`ttfat report --html`: one self-contained page that works offline (no CDN, no library): the figures
+that matter in large numbers, CDFs of TTFAT and first useful audio heard (failed turns at the right
+edge, as never), the stages of the wait per turn, latency against transcript length, and a table of
+every turn, sortable and filterable, each opening to its timeline (anchors and LLM calls). The page is
+drawn in the browser from the run's records, embedded as JSON; `#turn=CALL:TURN` opens one turn.
+The page itself lives in `voice/page/` (HTML, CSS, JavaScript)."""
 
 from __future__ import annotations
 
-import base64
 import html
-import io
+import json
+import math
+import re
+from importlib import resources
 
-from voice.anchors import BY_NAME, HEADLINE, STAGES
-from voice.report import INF, metric_values, text_report
-
-
-def _png(fig) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    return base64.b64encode(buf.getvalue()).decode()
+from voice.anchors import ANCHORS, HEADLINE, STAGES
+from voice.report import compare_report, expected_tools, facts_correct, text_report, tool_correct
 
 
-def waterfall(turns: list[dict]):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(10, 0.25 * len(turns) + 1.5))
-    colors = plt.get_cmap("tab10").colors
-    for row, t in enumerate(turns):
-        for k, stage in enumerate(STAGES):
-            a = t.get(BY_NAME[stage.start].metric) if stage.start else 0.0
-            b = t.get(BY_NAME[stage.end].metric)
-            if a is not None and b is not None:
-                ax.barh(row, b - a, left=a, color=colors[k], label=stage.label if row == 0 else None)
-        if t["status"] != "ok":
-            ax.text(0, row, f"  {t['status']}", va="center", fontsize=7, color="red")
-    ax.set_yticks(range(len(turns)), [f"{t['call']}:{t['turn']}" for t in turns], fontsize=6)
-    ax.invert_yaxis()
-    ax.set_xlabel("ms from t0 (end of the caller's speech)")
-    ax.legend(fontsize=7, loc="lower right")
-    return fig
+def _page(name: str) -> str:
+    return resources.files("voice").joinpath("page", name).read_text()
 
 
-def cdfs(turns: list[dict]):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4))
-    labels = {a.metric: a.label for a in BY_NAME.values()}
-    for key, label in ((k, labels[k]) for k in HEADLINE):
-        values = sorted(metric_values(turns, key))
-        finite = [v for v in values if v != INF]
-        if values:
-            ax.step(finite, [(i + 1) / len(values) for i in range(len(finite))], where="post", label=label)
-    ax.set_xlabel("ms from t0")
-    ax.set_ylabel("fraction of turns (failures never arrive)")
-    ax.set_ylim(0, 1)
-    ax.grid(alpha=0.3)
-    ax.legend()
-    return fig
+def _finite(value):
+    """JSON has no Infinity (a percentile that falls on a failed turn): it travels as a string."""
+    if isinstance(value, float) and math.isinf(value):
+        return "Infinity"
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
-def html_report(turns: list[dict], summary: dict) -> str:
-    import matplotlib.pyplot as plt
+def _json_for_script(value) -> str:
+    """JSON that JSON.parse reads and that cannot end the <script> it sits in."""
+    return json.dumps(_finite(value), default=str, allow_nan=False).replace("</", "<\\/")
 
-    figures = [waterfall(turns), cdfs(turns)]
-    images = "".join(f'<img src="data:image/png;base64,{_png(f)}">' for f in figures)
-    for f in figures:
-        plt.close(f)
-    return (
-        "<!doctype html><meta charset='utf-8'><title>ttfat report</title>"
-        "<style>body{font-family:sans-serif;margin:2em}pre{background:#f4f4f4;padding:1em}</style>"
-        f"<h1>ttfat report</h1><pre>{html.escape(text_report(summary))}</pre>"
-        f"<h2>Stages per turn, and CDFs</h2>{images}"
-    )
+
+def correct(turn: dict) -> bool | None:
+    """Right tool calls and every fact, against the manifest (None: no reference)."""
+    ref = turn.get("reference")
+    if not ref:
+        return None
+    return tool_correct(turn, expected_tools(ref)) and facts_correct(turn, ref.get("facts") or [])
+
+
+def _page_with(data: dict, title: str, environment: dict, text: str) -> str:
+    data = {
+        **data,
+        "anchors": [{"name": a.name, "metric": a.metric, "label": a.label} for a in ANCHORS],
+        "stages": [{"key": s.key, "label": s.label} for s in STAGES],
+        "headline": list(HEADLINE),
+    }
+    values = {
+        "title": html.escape(title),
+        "css": _page("report.css"),
+        "js": _page("report.js"),  # holds no "</"
+        "environment": html.escape(json.dumps(environment, indent=2, default=str)),
+        "text": html.escape(text),
+        "data": _json_for_script(data),
+    }
+    # one pass, so nothing inserted is read as a placeholder
+    return re.sub(r"\{\{(\w+)\}\}", lambda m: values[m.group(1)], _page("report.html"))
+
+
+def _without_environment(summary: dict) -> dict:
+    return {k: v for k, v in summary.items() if k != "environment"}
+
+
+def html_report(turns: list[dict], summary: dict, title: str = "") -> str:
+    """The page of one run."""
+    data = {"turns": turns, "summary": _without_environment(summary)}
+    title = title or f"{summary.get('turns', len(turns))} turns"
+    return _page_with(data, title, summary.get("environment", {}), text_report(summary))
+
+
+def compare_page(runs: list[tuple[str, list[dict], dict]]) -> str:
+    """The page of two runs (name, records, summary): ratios, both CDFs, the turns that changed most."""
+    (name_a, _, a), (name_b, _, b) = runs
+    data = {"compare": [{"name": name, "summary": _without_environment(summary),
+                         "turns": [{**t, "correct": correct(t)} for t in turns]}
+                        for name, turns, summary in runs]}  # fmt: skip
+    environment = {name: summary.get("environment", {}) for name, _, summary in runs}
+    return _page_with(data, f"{name_a} against {name_b}", environment, compare_report(a, b, name_a, name_b))

@@ -147,8 +147,9 @@ class Speaking:
 
     async def _next_change(self, pending: deque, timeout_s: float) -> None:
         """Wait for the next clause or for a call to show what it is, at most `timeout_s`."""
-        try:
-            item = await asyncio.wait_for(self.queue.get(), timeout_s)
+        try:  # not wait_for: on Python 3.11 it loses a cancel that comes as the item arrives, and this
+            async with asyncio.timeout(timeout_s):  # task would wait on the queue forever
+                item = await self.queue.get()
         except TimeoutError:
             return
         if item is not SHOWN:

@@ -147,8 +147,8 @@ class TurnTaking:
         try:
             if previous:  # the conversation is sequential: this turn's history is the last one's answer
                 await asyncio.wait([previous])
-            answer = answer_turn(call, log, transcription, gate, words_final)
-            await asyncio.wait_for(answer, call.settings.turn_timeout_s)
+            async with asyncio.timeout(call.settings.turn_timeout_s):  # keeps a cancel, unlike wait_for
+                await answer_turn(call, log, transcription, gate, words_final)
         except asyncio.CancelledError:
             if attempt and attempt.is_dropped(asyncio.current_task()):
                 return  # speech came back, or its words were taken back: this answer leaves nothing

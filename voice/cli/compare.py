@@ -16,6 +16,8 @@ def add_parser(sub) -> None:
     )
     p.add_argument("a", metavar="DIR_A")
     p.add_argument("b", metavar="DIR_B")
+    p.add_argument("--html", metavar="FILE", help="also write the page of both runs: ratios, both CDFs on "
+                   "one plot, and the turns whose latency or correctness changed most")  # fmt: skip
     p.set_defaults(func=run)
 
 
@@ -23,6 +25,15 @@ def run(args: argparse.Namespace) -> int:
     from voice.report import compare_report, summarize
     from voice.runlog import read_run
 
-    (a, _), (b, _) = (read_run(d) for d in (args.a, args.b))
-    print(compare_report(summarize(a), summarize(b), args.a, args.b))
+    (a, saved_a), (b, saved_b) = (read_run(d) for d in (args.a, args.b))
+    sa, sb = summarize(a, saved_a.get("environment")), summarize(b, saved_b.get("environment"))
+    print(compare_report(sa, sb, args.a, args.b))
+    if args.html:
+        import sys
+        from pathlib import Path
+
+        from voice.html import compare_page
+
+        Path(args.html).write_text(compare_page([(args.a, a, sa), (args.b, b, sb)]))
+        print(f"ttfat: wrote {args.html}", file=sys.stderr)
     return 0

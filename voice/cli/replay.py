@@ -35,7 +35,7 @@ def add_parser(sub) -> None:
                    help="with --out: replay only the calls the run directory does not hold complete (after a "
                    "crash or Ctrl-C); a call cut short is replayed whole; the report covers all")  # fmt: skip
     p.add_argument("--channel", default="auto", help="caller channel of stereo files: auto (loudest), 0, 1")
-    p.add_argument("--html", metavar="FILE", help="also write the HTML report (waterfall, CDFs)")
+    p.add_argument("--html", metavar="FILE", help="also write the HTML report (one offline page, every turn)")
     add_stack_args(p)
     add_mirror_args(p)
     p.set_defaults(func=run)

@@ -18,7 +18,8 @@ def add_parser(sub) -> None:
     )
     p.add_argument("run", help="run directory (from ttfat replay, talk or collect)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    p.add_argument("--html", metavar="FILE", help="also write an HTML report with waterfall and CDF plots")
+    p.add_argument("--html", metavar="FILE", help="also write the HTML report: one offline page with the "
+                   "figures, interactive plots and every turn, each opening to its timeline")  # fmt: skip
     p.set_defaults(func=run)
 
 

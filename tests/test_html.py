@@ -1,0 +1,151 @@
+"""The HTML report in a real headless browser (Debian's chromium, installed by `make test`): the page of a
+real replay loads with no error, the figures in its head are summary.json's, the table has one row per
+record, and `#turn=CALL:TURN` opens that turn's timeline with its anchors. A screenshot is kept as an
+artifact (tests/artifacts/report.png) to look at."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from tests.test_pipeline import models, server, stages  # noqa: F401 (fixtures)
+from voice.cli import main
+from voice.cli.report import write_html
+from voice.replay import find_calls, run
+from voice.runlog import read_run
+from voice.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "tests" / "artifacts"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def chromium(tmp_path: Path, url: str, *args: str) -> subprocess.CompletedProcess:
+    """Headless chromium as a probe of this closed machine: no background networking, a fresh profile."""
+    assert CHROMIUM, "chromium is not installed (make test installs Debian's chromium)"
+    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+           f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
+           "--virtual-time-budget=5000", *args, url]  # fmt: skip
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+class Dom(HTMLParser):
+    """The elements of a dumped DOM that the checks need: by id, by class, and table rows."""
+
+    def __init__(self, text: str):
+        super().__init__()
+        self.stack: list[dict] = []
+        self.by_id: dict[str, dict] = {}
+        self.elements: list[dict] = []
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        node = {"tag": tag, **dict(attrs), "text": "", "parents": [n.get("id") for n in self.stack]}
+        self.elements.append(node)
+        if "id" in node:
+            self.by_id[node["id"]] = node
+        if tag not in ("meta", "br", "img", "input", "link"):
+            self.stack.append(node)
+
+    def handle_endtag(self, tag):
+        while self.stack:
+            if self.stack.pop()["tag"] == tag:
+                break
+
+    def handle_data(self, data):
+        for node in self.stack:
+            node["text"] += data
+
+    def with_class(self, name: str, under: str | None = None) -> list[dict]:
+        return [e for e in self.elements if name in (e.get("class") or "").split()
+                and (under is None or under in e["parents"])]  # fmt: skip
+
+
+def js_round(v: float) -> str:
+    return str(math.floor(v + 0.5))
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory, models, server):  # noqa: F811
+    """The report of a real replay: a call of recordings/ and a file that cannot be read (a failed turn)."""
+    tmp = tmp_path_factory.mktemp("html")
+    (tmp / "broken.wav").write_bytes(b"RIFF\x00\x00\x00\x00WAVEjunk")
+    calls = find_calls([str(ROOT / "recordings" / "call03.wav"), str(tmp / "broken.wav")])
+    asyncio.run(run(calls, stages(models, server), Settings("fast"), tmp / "run", 1, {"mode": "fast"}))
+    serial = Settings("fast").serial()  # the B of the compare page
+    asyncio.run(
+        run(calls, stages(models, server), serial, tmp / "serial", 1, {"mode": "fast", "serial": True})
+    )
+    records, summary = read_run(tmp / "run")
+    write_html(tmp / "run", str(tmp / "report.html"), summary)
+    return tmp, records, summary
+
+
+def test_the_page_loads_with_no_error_and_its_head_is_the_summary(page):
+    tmp, records, summary = page
+    result = chromium(tmp, (tmp / "report.html").as_uri(), "--dump-dom")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Uncaught" not in result.stderr and ":CONSOLE" not in result.stderr, result.stderr[-2000:]
+    dom = Dom(result.stdout)
+    assert "hidden" in dom.by_id["errors"], dom.by_id["errors"]["text"]  # the page's own error box
+    for key in ("first_useful_audio_ms", "ttfat_ms"):
+        card = [e for e in dom.elements if f"head-{key}" in e["parents"]]
+        p50 = next(e for e in card if e.get("class") == "p50")["text"]
+        p95 = next(e for e in card if e.get("class") == "p95")["text"]
+        m = summary["metrics"][key]
+        assert p50 == js_round(m["p50"])
+        assert p95 == ("∞" if m["p95"] == math.inf else js_round(m["p95"]))  # the failed turn is never
+    share = next(e for e in dom.elements if "head-llm_share" in e["parents"] and e.get("class") == "p50")
+    assert share["text"] == f"{100 * summary['llm_share']['p50']:.1f}"
+    success = next(e for e in dom.elements if "head-success_rate" in e["parents"] and e.get("class") == "p50")
+    assert success["text"] == f"{100 * summary['success_rate']:.1f}"
+    rows = dom.with_class("turn", under="turns")
+    assert len(rows) == len(records) == 4  # three turns and the file that could not be read
+    assert "failed" in rows[0]["class"] and "error" in rows[0]["text"]  # failures first
+    assert {r["data-turn"] for r in rows} == {f"{t['call']}:{t['turn']}" for t in records}
+    for plot in ("cdf", "stages", "scatter"):
+        assert plot in dom.by_id
+    assert len(dom.with_class("point", under="cdf")) == 2 * len(records)  # both CDFs, failures at the edge
+
+
+def test_a_turn_opens_to_its_timeline_and_a_screenshot_is_kept(page):
+    tmp, records, _ = page
+    first = next(t for t in records if t["status"] == "ok" and t["tool_calls"])
+    url = f"{(tmp / 'report.html').as_uri()}#turn={first['call']}:{first['turn']}"
+    dom = Dom(chromium(tmp, url, "--dump-dom").stdout)
+    (detail,) = [e for e in dom.elements if "turn-detail" in (e.get("class") or "")]
+    assert detail["data-turn"] == f"{first['call']}:{first['turn']}"
+    anchors = {e["data-name"] for e in dom.elements if "anchor" in (e.get("class") or "").split()}
+    assert {"t0", "endpoint", "first_answer_token", "first_useful_audio_heard"} <= anchors
+    assert len([e for e in dom.elements if "llm-call" in (e.get("class") or "")]) == len(first["llm_calls"])
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "report.png"
+    shot.unlink(missing_ok=True)
+    result = chromium(tmp, url, f"--screenshot={shot}", "--window-size=1400,2200", "--hide-scrollbars")
+    assert result.returncode == 0 and shot.stat().st_size > 20_000, result.stderr[-2000:]
+
+
+def test_the_compare_page_shows_both_runs_and_the_turns_that_changed(page):
+    tmp, records, summary = page
+    assert main(["compare", str(tmp / "run"), str(tmp / "serial"), "--html", str(tmp / "compare.html")]) == 0
+    b_records, b_summary = read_run(tmp / "serial")
+    result = chromium(tmp, (tmp / "compare.html").as_uri(), "--dump-dom")
+    assert ":CONSOLE" not in result.stderr, result.stderr[-2000:]
+    dom = Dom(result.stdout)
+    assert "hidden" in dom.by_id["errors"], dom.by_id["errors"]["text"]
+    for key in ("first_useful_audio_ms", "ttfat_ms"):
+        (cell,) = [
+            e for e in dom.elements if f"ratio-{key}" in e["parents"] and "p50" in (e.get("class") or "")
+        ]
+        a, b = summary["metrics"][key]["p50"], b_summary["metrics"][key]["p50"]
+        assert cell["text"] == f"{b / a:.2f}"
+    assert len(dom.with_class("point", under="cdf")) == 2 * (len(records) + len(b_records))  # 2 metrics
+    changed = dom.with_class("changed", under="changed")
+    assert len(changed) == len(records)  # the same calls, turn by turn
