@@ -180,8 +180,9 @@ async def collect(
                             ended_by = "idle timeout"
                             return out
                         wait = idle_timeout - (loop.time() - last) if idle_timeout else None
-                        try:
-                            message = await asyncio.wait_for(messages.__anext__(), wait)
+                        try:  # asyncio.timeout, not wait_for: on Python 3.11 that can lose a Ctrl-C
+                            async with asyncio.timeout(wait):
+                                message = await messages.__anext__()
                         except TimeoutError:
                             continue
                         last = loop.time()

@@ -26,10 +26,9 @@ class FileTools:
             return {"error": "arguments are not valid JSON"}
         if not isinstance(arguments, dict):
             return {"error": "arguments must be a JSON object"}
-        try:
-            result = await asyncio.wait_for(
-                asyncio.to_thread(tool.backend, arguments, messages), timeout=tool.timeout_s
-            )
+        try:  # asyncio.timeout, not wait_for: on Python 3.11 that can lose the turn's cancel (a barge-in)
+            async with asyncio.timeout(tool.timeout_s):
+                result = await asyncio.to_thread(tool.backend, arguments, messages)
         except TimeoutError:
             return {"error": f"{call.name} timed out after {tool.timeout_s:g} s"}
         except Exception as e:  # noqa: BLE001 - a tool must never crash the turn
