@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from asr.whisper import has_number
+
 FILLERS = (
     "sure",
     "okay",
@@ -49,11 +51,6 @@ _END = re.compile(r"(?<!\d)[.!?](?=\s|$)|(?<=\d)[.!?](?=\s)")
 _SOFT = re.compile(r"[,;:](?=\s|$)")
 # a conjunction whose next word is complete; after "and", a number word continues an amount
 _CONJUNCTION = re.compile(r"\s(?=(?:and|but|so|or)\s+([a-z]+)[\s,.;:!?])", re.IGNORECASE)
-_NUMBER_WORDS = {
-    "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
-    "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty", "thirty",
-    "forty", "fifty", "sixty", "seventy", "eighty", "ninety", "hundred",
-}  # fmt: skip
 
 
 def _words(text: str) -> str:
@@ -110,7 +107,7 @@ class Chunker:
         soft = [(m.start(), m.end()) for m in _SOFT.finditer(self.buffer, 0, limit)]
         if self.split_first and self.first:
             soft += [(m.start(), m.start()) for m in _CONJUNCTION.finditer(self.buffer, 0, limit)
-                     if m.group(1).lower() not in _NUMBER_WORDS]  # fmt: skip
+                     if not has_number(m.group(1))]  # fmt: skip
         for start, end in sorted(soft):
             if len(self.buffer[:start].split()) >= self.min_words:
                 return end

@@ -126,52 +126,53 @@ class TraceExporter:
         _set_status(root, record)
         parent = trace.set_span_in_context(root)
 
-        def span(name: str, a: int, b: int, attributes: dict | None = None, kind=None):
-            s = self.tracer.start_span(name, context=parent, start_time=at(a), attributes=attributes or {},
-                                       kind=kind or trace.SpanKind.INTERNAL)  # fmt: skip
-            return s, b
+        ends = [done.t_ns]
 
-        spans = []
+        def span(name: str, a: int, b: int, attributes: dict, kind=trace.SpanKind.INTERNAL, marks=()) -> None:
+            """A stage of the turn, from `a` to `b` on the call's clock, with (name, t_ns) events."""
+            s = self.tracer.start_span(
+                name, context=parent, start_time=at(a), attributes=attributes, kind=kind
+            )
+            for mark, t_ns in marks:
+                s.add_event(mark, timestamp=at(t_ns))
+            s.end(end_time=at(b))
+            ends.append(b)
+
         t0, endpoint = last("t0"), last("endpoint")
         if t0 and endpoint:
-            spans.append(span("endpointing", t0.t_ns, endpoint.t_ns, {"ttfat.cut": endpoint.data.get("cut")}))
-        spans += self._asr_spans(events, endpoint, span)
+            span("endpointing", t0.t_ns, endpoint.t_ns, {"ttfat.cut": endpoint.data.get("cut")})
+        self._asr_spans(events, endpoint, span)
         for e in events:
             if e.name == "llm_call":
-                spans.append(self._llm_span(e, span, at))
+                self._llm_span(e, span)
         starts = [e for e in events if e.name == "tool_start"]
         for begin, end in zip(starts, [e for e in events if e.name == "tool_end"], strict=False):
             tool = begin.data["tool"]
-            spans.append(span(f"execute_tool {tool}", begin.t_ns, end.t_ns, {
+            span(f"execute_tool {tool}", begin.t_ns, end.t_ns, {
                 "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool,
                 "gen_ai.tool.call.arguments": begin.data.get("arguments") or "",
-            }))  # fmt: skip
+            })  # fmt: skip
         for e in events:
             if e.name == "clause" and e.data.get("synth_ns") is not None:
                 attributes = {"ttfat.text": e.data["text"], "ttfat.filler": bool(e.data.get("filler"))}
-                spans.append(span("tts", e.data["synth_ns"], e.t_ns, attributes))
+                span("tts", e.data["synth_ns"], e.t_ns, attributes)
         heard, heard_end, barge = last("first_audio_heard"), last("last_audio_heard"), last("barge_in")
         if heard:
             end = barge.data.get("stopped_ns", barge.t_ns) if barge else heard_end.t_ns if heard_end else None
             if end is not None:
-                spans.append(
-                    span("playback", heard.t_ns, max(end, heard.t_ns), {"ttfat.barge_in": bool(barge)})
-                )
-        for s, b in spans:
-            s.end(end_time=at(b))
+                span("playback", heard.t_ns, max(end, heard.t_ns), {"ttfat.barge_in": bool(barge)})
         for e in events:  # the anchors, as events on the turn's span
             if e.name in ("t0", "endpoint", "asr_final", "first_answer_token", "first_useful_token",
                           "first_audio_heard", "first_useful_audio_heard", "barge_in"):  # fmt: skip
                 root.add_event(e.name, timestamp=at(e.t_ns))
         # fast replay places audio when it is queued, so the answer may be heard after the turn's task ended
-        root.end(end_time=at(max([done.t_ns, *(b for _, b in spans)])))
+        root.end(end_time=at(max(ends)))
 
     @staticmethod
-    def _asr_spans(events: list[Event], endpoint: Event | None, span) -> list:
+    def _asr_spans(events: list[Event], endpoint: Event | None, span) -> None:
         """One span per ASR run: at the endpoint (serial), or each attempt made on a pause."""
         kept = {e.data["attempt"] for e in events if e.name == "attempt_kept"}
         discarded = {e.data["attempt"]: e.data.get("reason") for e in events if e.name == "attempt_discarded"}
-        out = []
         for begin in (e for e in events if e.name == "asr_spec_start"):
             n = begin.data["attempt"]
             final = next((e for e in events if e.name == "asr_spec_final" and e.data["attempt"] == n), None)
@@ -183,15 +184,14 @@ class TraceExporter:
             }  # fmt: skip
             if n in discarded:
                 attributes["ttfat.discarded"] = discarded[n]
-            out.append(span("asr", begin.t_ns, final.t_ns, attributes))
+            span("asr", begin.t_ns, final.t_ns, attributes)
         asr_final = next((e for e in reversed(events) if e.name == "asr_final"), None)
         if not kept and endpoint and asr_final and asr_final.t_ns >= endpoint.t_ns:
             attributes = {"ttfat.speculative": False, "ttfat.text": asr_final.data.get("text", "")}
-            out.append(span("asr", endpoint.t_ns, asr_final.t_ns, attributes))
-        return out
+            span("asr", endpoint.t_ns, asr_final.t_ns, attributes)
 
     @staticmethod
-    def _llm_span(e: Event, span, at):
+    def _llm_span(e: Event, span) -> None:
         """A GenAI client span (OpenTelemetry semantic conventions), with the server's timings."""
         from opentelemetry import trace
 
@@ -209,10 +209,9 @@ class TraceExporter:
             attributes["server.port"] = url.port
         attributes = {k: v for k, v in attributes.items() if v is not None}
         end = request + int((d.get("done_ms") or 0) * 1e6)
-        s, end = span(f"chat {d.get('model') or ''}".strip(), request, end, attributes, trace.SpanKind.CLIENT)
-        if d.get("first_token_ms") is not None:
-            s.add_event("first_token", timestamp=at(request + int(d["first_token_ms"] * 1e6)))
-        return s, end
+        first = d.get("first_token_ms")
+        marks = [] if first is None else [("first_token", request + int(first * 1e6))]
+        span(f"chat {d.get('model') or ''}".strip(), request, end, attributes, trace.SpanKind.CLIENT, marks)
 
 
 def _root():
@@ -270,7 +269,7 @@ class _WarnOnce:
         self.inner.shutdown()
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return True
+        return self.inner.force_flush(timeout_millis)
 
 
 def add_otlp_args(parser) -> None:
