@@ -21,10 +21,12 @@ from llm.support.dataset import (
     templates_for,
 )
 from llm.support.phrasing import (
+    ADDRESSED,
     BARE_GREETINGS,
     DIRECT,
     ID_REPLY_LEADS,
     LEAD_THEN_ID,
+    SLOT_WORDS,
     blended_word,
     compose,
     pseudo_word,
@@ -371,12 +373,28 @@ def test_blended_words_join_the_start_of_one_word_to_the_end_of_another():
 
 def test_train_greets_a_greeting_word_alone(train):
     """Openers such as "hello there" start many requests for a person, so composed greetings are often
-    a greeting word alone ("hello" and "hey" themselves stay held-out templates, never trained)."""
+    a greeting word alone or said to someone ("hi everyone"; "hello" and "hey" themselves stay held-out
+    templates, never trained)."""
     rng = random.Random(0)
     composed = [compose("greeting", rng) for _ in range(2000)]
-    bare = sum(text in DIRECT["greeting"][0] for text in composed) / len(composed)
-    assert BARE_GREETINGS <= bare < BARE_GREETINGS + 0.1
+    words, addressees = DIRECT["greeting"][0], SLOT_WORDS["addressee"]
+    alone = sum(text in words for text in composed) / len(composed)
+    addressed = sum(
+        any(text == f"{w} {a}" for w in words for a in addressees) for text in composed
+    ) / len(composed)
+    assert BARE_GREETINGS * (1 - ADDRESSED) - 0.05 <= alone < BARE_GREETINGS * (1 - ADDRESSED) + 0.1
+    assert BARE_GREETINGS * ADDRESSED - 0.05 <= addressed < BARE_GREETINGS * ADDRESSED + 0.1
     assert not {"hello", "hey"} & {e.messages[-1]["content"].strip(" .?") for e in train}
+
+
+def test_train_refuses_commands_with_amounts_without_a_tool(train):
+    """Out-of-scope commands for robots and homes, some with an amount ("move back three meters"), are
+    answered with the refusal and no tool call: a number alone is no order number."""
+    scope = [e for e in train if e.intent == "out_of_scope"]
+    amounts = set(SLOT_WORDS["distance"] + SLOT_WORDS["temperature"] + SLOT_WORDS["duration"])
+    said = [e for e in scope if any(a in e.messages[-1]["content"] for a in amounts)]
+    assert len(said) > 0.03 * len(scope)
+    assert not [e for e in scope if e.target.get("tool_calls")]
 
 
 def test_id_replies_put_the_number_right_after_varied_leads():

@@ -256,8 +256,8 @@ INTENT_WEIGHTS = {
 TRAIN_INTENT_WEIGHTS = {
     **INTENT_WEIGHTS,
     "bad_order_id": 7,
-    "greeting": 5,
-    "out_of_scope": 9,
+    "greeting": 6,
+    "out_of_scope": 11,
     "unknown_product": 20,
 }
 HISTORY_FRACTION = 0.25

@@ -45,6 +45,8 @@ def _join(*parts: str) -> str:
 # Share of composed greetings that are a greeting word alone ("hi there", "um hello"): openers like
 # "hello there" start many requests for a person, so a bare one must be seen to be answered as a greeting.
 BARE_GREETINGS = 0.3
+# Share of those said to someone ("hi everyone", "hello sam"): one more word is not a request either.
+ADDRESSED = 0.4
 
 
 def compose(group: str, rng: random.Random) -> str:
@@ -71,7 +73,7 @@ def compose(group: str, rng: random.Random) -> str:
         pools = [AGENT_IMPERATIVES, *DIRECT["agent"][2:]]  # "get me" + who + closer
         return _join(*(rng.choice(pool) for pool in pools))
     if group == "greeting" and rng.random() < BARE_GREETINGS:
-        return rng.choice(DIRECT["greeting"][0])
+        return _join(rng.choice(DIRECT["greeting"][0]), _pick(rng, SLOT_WORDS["addressee"], ADDRESSED))
     text = _join(*(rng.choice(pool) for pool in DIRECT[group]))
     for slot, words in SLOT_WORDS.items():
         text = text.replace("{" + slot + "}", rng.choice(words))
