@@ -379,9 +379,9 @@ def test_train_greets_a_greeting_word_alone(train):
     composed = [compose("greeting", rng) for _ in range(2000)]
     words, addressees = DIRECT["greeting"][0], SLOT_WORDS["addressee"]
     alone = sum(text in words for text in composed) / len(composed)
-    addressed = sum(
-        any(text == f"{w} {a}" for w in words for a in addressees) for text in composed
-    ) / len(composed)
+    addressed = sum(any(text == f"{w} {a}" for w in words for a in addressees) for text in composed) / len(
+        composed
+    )
     assert BARE_GREETINGS * (1 - ADDRESSED) - 0.05 <= alone < BARE_GREETINGS * (1 - ADDRESSED) + 0.1
     assert BARE_GREETINGS * ADDRESSED - 0.05 <= addressed < BARE_GREETINGS * ADDRESSED + 0.1
     assert not {"hello", "hey"} & {e.messages[-1]["content"].strip(" .?") for e in train}
