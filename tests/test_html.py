@@ -6,19 +6,23 @@ artifact (tests/artifacts/report.png) to look at."""
 from __future__ import annotations
 
 import asyncio
+import io
+import json
 import math
 import shutil
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
+import numpy as np
 import pytest
+import soundfile as sf
 
 from tests.test_pipeline import models, server, stages  # noqa: F401 (fixtures)
 from voice.cli import main
 from voice.cli.report import write_html
 from voice.replay import find_calls, run
-from voice.runlog import read_run
+from voice.runlog import read_audio, read_run
 from voice.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -125,11 +129,53 @@ def test_a_turn_opens_to_its_timeline_and_a_screenshot_is_kept(page):
     anchors = {e["data-name"] for e in dom.elements if "anchor" in (e.get("class") or "").split()}
     assert {"t0", "endpoint", "first_answer_token", "first_useful_audio_heard"} <= anchors
     assert len([e for e in dom.elements if "llm-call" in (e.get("class") or "")]) == len(first["llm_calls"])
+    (player,) = [e for e in dom.elements if e["tag"] == "audio"]  # the turn's audio, playable
+    assert player["src"].startswith("data:audio/ogg;base64,") and "turn-audio" in player["class"]
+    marks = {e["data-name"] for e in dom.elements if "mark" in (e.get("class") or "").split()}
+    assert {"t0", "first_useful_audio_heard"} <= marks  # the anchors on the audio's axis
+    assert len(dom.with_class("wave")) == 2  # caller and agent
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "report.png"
     shot.unlink(missing_ok=True)
     result = chromium(tmp, url, f"--screenshot={shot}", "--window-size=1400,2200", "--hide-scrollbars")
     assert result.returncode == 0 and shot.stat().st_size > 20_000, result.stderr[-2000:]
+
+
+def test_each_turn_keeps_its_audio_as_heard_and_the_page_can_leave_it_out(page):
+    """One clip per answered turn: the caller's speech before t0 on the left; on the right the agent,
+    silent before the call's first answer is heard and after a barge-in cut one, speaking once its
+    first audio is heard. --no-audio leaves the clips out of the page."""
+    tmp, records, summary = page
+    clips = read_audio(tmp / "run")
+    answered = [t for t in records if t["first_audio_ms"] is not None]
+    assert answered and {(t["call"], t["turn"]) for t in answered} <= set(clips)
+    events = [json.loads(line) for line in (tmp / "run" / "events.jsonl").read_text().splitlines()]
+    t0 = {(e["call"], e["turn"]): e["t_ns"] for e in events if e["event"] == "t0"}  # the last one counts
+    for t in answered:
+        key = (t["call"], t["turn"])
+        clip = clips[key]
+        samples, rate = sf.read(io.BytesIO(clip["data"]), dtype="float32")
+        assert samples.shape[1] == 2 and abs(len(samples) / rate - clip["seconds"]) < 0.05
+
+        def loud(channel, from_ms, to_ms, samples=samples, rate=rate, start=clip["start_ms"]):
+            lo, hi = (int((v - start) * rate / 1000) for v in (from_ms, to_ms))
+            return float(np.sqrt(np.mean(samples[max(0, lo) : hi, channel] ** 2)))
+
+        speech_ms = (t["speech_start_s"] - t["speech_end_s"]) * 1000  # the turn's speech, before t0
+        assert loud(0, speech_ms, 0) > 0.02  # the caller, speaking up to t0
+        heard = t["first_audio_ms"]
+        assert loud(1, heard + 30, heard + 300) > 0.02  # the answer, from when it is first heard
+        if t["turn"] == 0:
+            assert loud(1, clip["start_ms"], heard - 30) < 1e-3  # nothing played before it
+        for e in events:
+            if e["event"] == "barge_in" and (e["call"], e["turn"]) == key:
+                stopped = (e["stopped_ns"] - t0[key]) / 1e6
+                assert loud(1, stopped + 30, stopped + 300) < 1e-3  # a cut answer is not heard on
+        assert len(clip["outline"][0]) == len(clip["outline"][1]) == int(clip["seconds"] * 50)
+    assert main(["report", str(tmp / "run"), "--html", str(tmp / "quiet.html"), "--no-audio"]) == 0
+    quiet = (tmp / "quiet.html").stat().st_size
+    assert "data:audio/ogg" not in (tmp / "quiet.html").read_text()
+    assert (tmp / "report.html").stat().st_size > quiet + sum(len(c["data"]) for c in clips.values())
 
 
 def test_the_compare_page_shows_both_runs_and_the_turns_that_changed(page):

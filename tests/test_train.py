@@ -143,6 +143,17 @@ def test_a_recipe_with_mistakes_is_refused(tmp_path, old, new, error):
         load_recipe(path)
 
 
+def test_ttfat_train_takes_the_recipe_options(recipe, trained, capsys):
+    """`ttfat train --recipe FILE --out DIR` reaches the recipe (a finished run trains nothing more)."""
+    from voice.cli import main
+
+    out, paths = trained
+    before = {p: (p / "train_info.json").read_bytes() for p in paths.values()}
+    assert main(["train", "--recipe", str(recipe.path), "--out", str(out)]) == 0
+    assert capsys.readouterr().out.splitlines() == [f"{m}: {p}" for m, p in paths.items()]
+    assert before == {p: (p / "train_info.json").read_bytes() for p in paths.values()}
+
+
 def test_the_shipped_recipe_reads():
     recipe = load_recipe()
     assert [s.name for s in recipe.stages] == ["ar", "diffusion"] and recipe.stages[1].init == "ar"

@@ -19,6 +19,7 @@ from voice.endpointing import goes_on
 from voice.settings import Settings
 from voice.stages import Source, Speaker, Stages
 from voice.timeline import CallClock, Timeline
+from voice.turnaudio import CallAudio, TappedSpeaker
 from voice.turns import Pause, Resume, Turn, TurnDetector
 from voice.turntaking import TurnTaking
 
@@ -41,6 +42,9 @@ class Call:
         self.timeline = Timeline(name, CallClock())
         lived = settings.mode == "realtime"
         self.speaker = speaker or SimulatedSpeaker(settings.playback_latency_ms, self.timeline.clock, lived)
+        self.audio = CallAudio() if settings.record_audio else None  # what the line carried, per turn
+        if self.audio:
+            self.speaker = TappedSpeaker(self.speaker, self.audio)
         self.annotate = annotate or (lambda turn: {})
         self.history: list[dict] = []  # the conversation so far, as the agent sees it
         self.turns = TurnTaking(self)
@@ -67,6 +71,8 @@ class Call:
         self.timeline.emit(-1, "call_start")
         try:
             async for frame in self.source.frames():
+                if self.audio:
+                    self.audio.heard(frame, self.source.origin_ns)
                 was_in_turn = detector.in_turn
                 event = detector.push(frame)
                 if event is not None:

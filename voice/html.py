@@ -1,12 +1,14 @@
 """`ttfat report --html`: one self-contained page that works offline (no CDN, no library): the figures
 that matter in large numbers, CDFs of TTFAT and first useful audio heard (failed turns at the right
 edge, as never), the stages of the wait per turn, latency against transcript length, and a table of
-every turn, sortable and filterable, each opening to its timeline (anchors and LLM calls). The page is
+every turn, sortable and filterable, each opening to its timeline (anchors and LLM calls) and its
+audio (the caller and the answer as heard, on the timeline's axis). The page is
 drawn in the browser from the run's records, embedded as JSON; `#turn=CALL:TURN` opens one turn.
 The page itself lives in `voice/page/` (HTML, CSS, JavaScript)."""
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import math
@@ -68,8 +70,18 @@ def _without_environment(summary: dict) -> dict:
     return {k: v for k, v in summary.items() if k != "environment"}
 
 
-def html_report(turns: list[dict], summary: dict, title: str = "") -> str:
-    """The page of one run."""
+def _with_audio(turn: dict, clip: dict | None) -> dict:
+    """A record with its clip (voice/turnaudio.py) as a data URL the page plays, and its outline."""
+    if not clip:
+        return turn
+    src = "data:audio/ogg;base64," + base64.b64encode(clip["data"]).decode()
+    return {**turn, "audio": {"src": src, **{k: clip[k] for k in ("start_ms", "seconds", "outline")}}}
+
+
+def html_report(turns: list[dict], summary: dict, title: str = "", audio: dict | None = None) -> str:
+    """The page of one run; `audio`: the turns' clips by (call, turn), from voice.runlog.read_audio."""
+    audio = audio or {}
+    turns = [_with_audio(t, audio.get((t.get("call"), t.get("turn")))) for t in turns]
     data = {"turns": turns, "summary": _without_environment(summary)}
     title = title or f"{summary.get('turns', len(turns))} turns"
     return _page_with(data, title, summary.get("environment", {}), text_report(summary))

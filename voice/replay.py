@@ -134,6 +134,8 @@ async def _replay_call(call: CallInput, stages: Stages, settings: Settings, log:
     runner = Call(call.name, audio.samples, stages, settings, annotate=annotate)
     log.watch(runner.timeline)
     await runner.run()
+    if runner.audio:
+        await asyncio.to_thread(log.write_audio, runner.timeline, runner.audio)
     n = len(runner.timeline.turns)
     missed = refs.missed()
     if call.reference and missed:

@@ -1,5 +1,6 @@
 """The run directory: `events.jsonl` (every timeline event), `turns.jsonl` (one record per finished
-turn), `summary.json` (percentiles, success rate, quality, environment). The log is an observer of the
+turn), `summary.json` (percentiles, success rate, quality, environment), and each turn's audio
+(`audio/`, listed in `audio.jsonl`; voice/turnaudio.py). The log is an observer of the
 timeline: it writes each event as it is emitted and each turn record when its `turn_done` arrives.
 Mirrors (the MQTT publisher, `voice/mqtt.py`; the trace exporter, `voice/otlp.py`) see the same events,
 records and summary."""
@@ -11,12 +12,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from voice.timeline import Event, Timeline
+from voice.turnaudio import CallAudio, write_turns
 
 
 class RunDirError(FileNotFoundError):
     """A path that is not a run directory."""
 
 
+AUDIO_INDEX = "audio.jsonl"
 CALL_DONE = "call_replayed"  # the event that marks a call's records complete (what --resume keeps)
 
 
@@ -38,6 +41,8 @@ class RunLog:
         if resume:
             self.done, self.records = _kept(self.dir)
             mode = "a"
+        else:
+            (self.dir / AUDIO_INDEX).unlink(missing_ok=True)
         self.events = open(self.dir / "events.jsonl", mode)  # noqa: SIM115 (open for the whole run)
         self.turns = open(self.dir / "turns.jsonl", mode)  # noqa: SIM115
 
@@ -74,6 +79,17 @@ class RunLog:
         for record in records:
             self.write_turn(record)
 
+    def write_audio(self, timeline: Timeline, audio: CallAudio) -> None:
+        """A finished call's turn clips (blocking: encoding takes CPU, run it in a worker thread)."""
+        if self.failed:
+            return
+        try:
+            rows = write_turns(self.dir / "audio", timeline, audio)
+            with open(self.dir / AUDIO_INDEX, "a") as index:
+                index.write("".join(json.dumps(row) + "\n" for row in rows))
+        except OSError as e:
+            self.failed = f"{self.dir / 'audio'}: cannot write ({e.strerror or e}); the run stopped there"
+
     def call_done(self, call: str) -> None:
         """Every record of `call` is written: a resumed run keeps them."""
         self.write_event({"call": call, "turn": -1, "event": CALL_DONE})
@@ -109,11 +125,12 @@ def _lines(path: Path) -> list[dict]:
 
 def _kept(run: Path) -> tuple[set[str], list[dict]]:
     """Rewrite a run directory's logs with only the calls it completed; (those calls, their records)."""
-    events, turns = _lines(run / "events.jsonl"), _lines(run / "turns.jsonl")
+    events, turns, clips = (_lines(run / name) for name in ("events.jsonl", "turns.jsonl", AUDIO_INDEX))
     done = {e["call"] for e in events if e.get("event") == CALL_DONE}
     events = [e for e in events if e.get("call") in done]
     records = [t for t in turns if t.get("call") in done]
-    for name, rows in (("events.jsonl", events), ("turns.jsonl", records)):
+    clips = [c for c in clips if c.get("call") in done]
+    for name, rows in (("events.jsonl", events), ("turns.jsonl", records), (AUDIO_INDEX, clips)):
         tmp = run / (name + ".tmp")
         tmp.write_text("".join(json.dumps(r, default=str) + "\n" for r in rows))
         tmp.replace(run / name)  # atomic: a second crash leaves the old or the new file, whole
@@ -130,3 +147,14 @@ def read_run(path: str | Path) -> tuple[list[dict], dict]:
     summary_file = path / "summary.json"
     summary = json.loads(summary_file.read_text()) if summary_file.is_file() else {}
     return turns, summary
+
+
+def read_audio(path: str | Path) -> dict[tuple[str, int], dict]:
+    """A run directory's turn clips by (call, turn), each row with its file's bytes (`data`); a file
+    that is gone is left out."""
+    path, out = Path(path), {}
+    for row in _lines(path / AUDIO_INDEX):
+        file = path / row["file"]
+        if file.is_file():
+            out[(row["call"], row["turn"])] = {**row, "data": file.read_bytes()}
+    return out

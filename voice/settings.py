@@ -71,6 +71,7 @@ class Settings:
     smart_turn: bool = False  # on a pause, a turn model ends complete turns and waits on incomplete ones
     complete_at: float = 0.5  # the turn model's probability of a complete turn that ends it
     incomplete_end_ms: int = 600  # the end window of a turn that is likely to go on
+    record_audio: bool = True  # keep each turn's audio, caller and answer as heard (run dir audio/)
 
     def validate(self) -> None:
         if self.mode not in MODES:

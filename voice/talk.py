@@ -75,6 +75,8 @@ async def talk(
         # the end of the call (Ctrl-C or --seconds): every turn already has its record
         with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, KeyboardInterrupt):
             await asyncio.wait_for(call.run(microphone), seconds)
+        if call.audio:
+            await asyncio.to_thread(log.write_audio, call.timeline, call.audio)
         # input overflows mean captured audio was lost, so live timings for it are not to be trusted
         live = {"input_overflows": microphone.overflows}
         summary = summarize(log.records, {**env, **live, "warmup_ms (excluded)": warmup})

@@ -72,7 +72,12 @@ def user_errors() -> tuple[type[Exception], ...]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, rest = parser.parse_known_args(argv)
+    if hasattr(args, "train_args"):  # `ttfat train` passes on all it gets (REMAINDER misses a leading --x)
+        args.train_args = rest + args.train_args
+    elif rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
         return args.func(args)
     except Exception as e:

@@ -82,6 +82,6 @@ def run(args: argparse.Namespace) -> int:
     summary = summaries[0]
     print(text_report(summary))
     if args.html:
-        write_html(out, args.html, summary)
+        write_html(out, args.html, summary, audio=settings.record_audio)
     print(f"\nrun directory: {out}  (ttfat report {out} --html report.html)")
     return 0

@@ -60,6 +60,8 @@ def add_stack_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--turn-timeout", type=float, default=s.turn_timeout_s,
                    help="seconds from the endpoint to the answer heard (default %(default)s)")  # fmt: skip
     g.add_argument("--no-barge-in", action="store_true", help="do not stop the agent when the caller speaks")
+    g.add_argument("--no-audio", action="store_true", help="keep no audio of the turns (by default each "
+                   "turn's caller and answer as heard go into the run directory, for the page)")  # fmt: skip
     g = p.add_argument_group("overlapped stages (default: all but --smart-turn; --serial turns them all off)")
     g.add_argument("--serial", action="store_true", help="the stages one after another, as before overlap")
     g.add_argument(
@@ -115,7 +117,8 @@ def settings_from_args(args: argparse.Namespace, mode: str, **more) -> Settings:
         "words_end_turns": not (args.no_words_end_turns or args.no_speculate),
         "smart_turn": args.smart_turn,
     }
-    settings = Settings(mode, vad, args.turn_timeout, barge_in=not args.no_barge_in, **levers, **more)
+    settings = Settings(mode, vad, args.turn_timeout, barge_in=not args.no_barge_in,
+                        record_audio=not args.no_audio, **levers, **more)  # fmt: skip
     settings = settings.serial() if args.serial else settings
     settings.validate()
     return settings

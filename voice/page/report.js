@@ -270,13 +270,56 @@ function detail(t) {
       svg.append(el("svg:line", { x1: X(c.request_ms + c.first_token_ms), x2: X(c.request_ms + c.first_token_ms), y1: y, y2: y + 14, stroke: "#222" }));
     }
   });
+  const sound = t.audio ? audioStrip(t.audio, anchors) : null;
   const list = el("div", { class: "anchors" }, ...anchors.map((a) => el("div", {}, `${a.label}: ${ms(a.v)} ms`)));
   const extra = [];
   const waste = t.discarded;
   if (waste) extra.push(`discarded speculative work: ASR ${waste.asr_runs} runs (${ms(waste.asr_ms)} ms), LLM ${waste.llm_runs} runs (${ms(waste.llm_ms)} ms)`);
   if (t.speculative) extra.push("answered on a transcript made before the endpoint");
   if (t.error) extra.push(`error: ${t.error}`);
-  return el("div", {}, svg, list, ...extra.map((x) => el("div", { class: "note" }, x)));
+  return el("div", {}, svg, sound, list, ...extra.map((x) => el("div", { class: "note" }, x)));
+}
+
+// The turn's audio (voice/turnaudio.py): the caller and the answer as heard, on one axis in ms from t0,
+// with the anchors marked; the playhead follows the player, and a click on the strip seeks.
+function audioStrip(audio, anchors) {
+  const w = 900, laneH = 34, pad = { l: 150, r: 20, t: 14 };
+  const h = pad.t + 2 * laneH + 26;
+  const lo = audio.start_ms, hi = audio.start_ms + audio.seconds * 1000;
+  const X = (v) => pad.l + (w - pad.l - pad.r) * (v - lo) / (hi - lo);
+  const svg = el("svg:svg", { width: w, height: h, class: "audio-strip" });
+  ["caller", "agent, as heard"].forEach((label, c) => {
+    const mid = pad.t + c * laneH + laneH / 2, peaks = audio.outline[c];
+    const step = audio.seconds * 1000 / Math.max(1, peaks.length);
+    const d = peaks.map((p, i) => `M${X(lo + i * step).toFixed(1)},${(mid - p * laneH / 200).toFixed(1)}v${Math.max(0.5, p * laneH / 100).toFixed(1)}`).join("");
+    svg.append(el("svg:text", { x: pad.l - 6, y: mid + 4, "text-anchor": "end" }, label));
+    svg.append(el("svg:path", { d, stroke: COLORS[c], class: "wave" }));
+  });
+  for (const a of anchors) {
+    if (typeof a.v !== "number" || a.v < lo || a.v > hi) continue;
+    const key = a.name === "t0" || a.name === "first_useful_audio_heard";
+    svg.append(el("svg:line", { class: key ? "mark key" : "mark", x1: X(a.v), x2: X(a.v), y1: pad.t - 4, y2: h - 22, "data-name": a.name },
+      el("svg:title", {}, `${a.label}: ${ms(a.v)} ms`)));
+    if (key) svg.append(el("svg:text", { x: X(a.v), y: pad.t - 5, "text-anchor": "middle" }, a.name === "t0" ? "t0" : "heard"));
+  }
+  for (let i = 0; i <= 5; i++) {
+    const v = lo + (hi - lo) * i / 5;
+    svg.append(el("svg:text", { x: X(v), y: h - 8, "text-anchor": "middle" }, `${Math.round(v)} ms`));
+  }
+  const head = el("svg:line", { class: "playhead", x1: X(lo), x2: X(lo), y1: pad.t - 4, y2: h - 22 });
+  svg.append(head);
+  const player = el("audio", { controls: "", preload: "metadata", src: audio.src, class: "turn-audio" });
+  player.addEventListener("timeupdate", () => {
+    const x = X(lo + player.currentTime * 1000);
+    head.setAttribute("x1", x);
+    head.setAttribute("x2", x);
+  });
+  svg.addEventListener("click", (e) => {
+    const box = svg.getBoundingClientRect();
+    const v = lo + (e.clientX - box.left - pad.l) / (w - pad.l - pad.r) * (hi - lo);
+    player.currentTime = Math.min(audio.seconds, Math.max(0, (v - lo) / 1000));
+  });
+  return el("div", { class: "audio" }, svg, player);
 }
 
 // ---- two runs: ratios, both CDFs on one plot, the turns that changed most
