@@ -88,3 +88,20 @@ def test_a_file_that_breaks_off_gives_the_audio_before_the_break(tmp_path, name,
     assert 0.3 < np.abs(audio.samples[:RATE]).max() <= 0.55
     if damage == "truncated":
         assert audio.cut_short  # said, not silently taken as the whole file
+
+
+@pytest.mark.parametrize(("name", "subtype"), [("cut.ogg", "VORBIS"), ("cut.opus", "OPUS")])
+def test_a_cut_ogg_gives_its_whole_pages_and_says_it_was_cut(tmp_path, name, subtype):
+    """Ogg declares no length and FFmpeg decodes a cut one without a word: its last page tells."""
+    rng = np.random.default_rng(0)
+    sound = tone(16000, seconds=20.0) + rng.normal(0, 0.05, 320_000).astype(np.float32)  # pages fill
+    path = tmp_path / name
+    sf.write(path, sound, 16000, format="OGG", subtype=subtype)
+    whole = load_audio(path)
+    assert whole.cut_short is None and abs(whole.seconds - 20) < 0.1
+    data = path.read_bytes()
+    path.write_bytes(data + bytes(range(256)) * 64)  # garbage after its last page: all of it, not cut
+    assert load_audio(path).cut_short is None
+    path.write_bytes(data[: len(data) // 2])
+    cut = load_audio(path)
+    assert 7 < cut.seconds < 10.5 and cut.cut_short == "the Ogg stream stops before its last page"

@@ -84,6 +84,8 @@ def load_audio(path: str | Path, channel: int | str = "auto") -> Audio:
     decoded = data.shape[-1] / (1 if planar_format else channels) / rate
     if cut_short is None and declared is not None and declared - decoded > 0.25:
         cut_short = f"its header says {declared:.1f} s, {decoded:.1f} s of it could be decoded"
+    if cut_short is None and _ogg_unended(path):
+        cut_short = "the Ogg stream stops before its last page"
     if not planar_format:  # packed: one row of interleaved samples
         data = data.reshape(-1, channels).T
     data = _to_float(data)
@@ -121,6 +123,26 @@ def _wav_seconds(path: Path) -> float | None:
             return size / rate_bytes if rate_bytes and size != 0xFFFFFFFF else None
         pos += 8 + size + (size & 1)
     return None
+
+
+def _ogg_unended(path: Path) -> bool:
+    """An Ogg file whose last page is incomplete or not marked end-of-stream: it was cut off. (Ogg
+    declares no length, and FFmpeg decodes a cut Ogg to its last whole page without a word.)"""
+    import struct
+
+    with path.open("rb") as f:
+        if f.read(4) != b"OggS":
+            return False
+        f.seek(max(0, path.stat().st_size - (1 << 17)))
+        tail = f.read()
+    at = tail.rfind(b"OggS")
+    if at < 0 or at + 27 > len(tail):
+        return True
+    flags, segments = tail[at + 5], tail[at + 26]
+    table = tail[at + 27 : at + 27 + segments]
+    size = 27 + segments + sum(struct.unpack(f"{segments}B", table)) if len(table) == segments else None
+    whole = size is not None and at + size <= len(tail)
+    return not (whole and flags & 4)  # 4: the end-of-stream page
 
 
 def _decode(container, stream) -> tuple[list[np.ndarray], str | None]:
