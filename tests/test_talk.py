@@ -4,6 +4,7 @@ records)."""
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from asr.whisper import Transcriber
 from voice.audio import load_audio, resample
 from voice.pulse import OUT_RATE, PulseError, pulse_log, say, session, virtual_devices, wait_for_turns
 from voice.replay import find_calls
+from voice.runlog import read_audio
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -64,6 +66,10 @@ def test_a_spoken_question_is_answered_through_the_speaker(pulse, tmp_path):
     captured = capture.time_of(lambda x: x != 0)  # the sink is digital silence until the agent speaks
     print(f"first audio heard: recorded vs captured {(first_heard - captured) / 1e6:+.1f} ms")
     assert abs(first_heard - captured) <= 50e6
+    # the turn's clip in the run directory: the caller as the microphone took it, the answer as played
+    clip, _ = sf.read(io.BytesIO(read_audio(out)[("talk", 0)]["data"]), dtype="float32")
+    said, answer = (Transcriber().transcribe(clip[:, c]).text.lower() for c in (0, 1))
+    assert "saturday" in said and "saturday" in answer, (said, answer)
 
 
 def test_barge_in_stops_playback_and_records_its_latency(pulse, tmp_path):
