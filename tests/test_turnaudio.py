@@ -53,6 +53,6 @@ def test_a_turns_span_runs_from_its_speech_to_the_last_thing_heard():
 
 
 def test_file_names_are_portable_and_never_collide():
-    assert file_name("call01", 3) == "call01-3.ogg"
+    assert file_name("call01", 3) == "call01-3.flac"
     a, b = file_name("a/b", 0), file_name("a?b", 0)
     assert a != b and "/" not in a and "?" not in b

@@ -17,6 +17,7 @@ from importlib import resources
 
 from voice.anchors import ANCHORS, HEADLINE, STAGES
 from voice.report import compare_report, expected_tools, facts_correct, text_report, tool_correct
+from voice.turnaudio import for_page
 
 
 def _page(name: str) -> str:
@@ -74,7 +75,7 @@ def _with_audio(turn: dict, clip: dict | None) -> dict:
     """A record with its clip (voice/turnaudio.py) as a data URL the page plays, and its outline."""
     if not clip:
         return turn
-    src = "data:audio/ogg;base64," + base64.b64encode(clip["data"]).decode()
+    src = "data:audio/ogg;base64," + base64.b64encode(for_page(clip["data"])).decode()
     return {**turn, "audio": {"src": src, **{k: clip[k] for k in ("start_ms", "seconds", "outline")}}}
 
 

@@ -1,11 +1,12 @@
 """Each turn's audio as it sounded on the line: the caller's speech and the agent's answer as played
-(cut where a barge-in cut it), on one time axis. One stereo Ogg Opus file per turn in the run
-directory (`audio/`; left: the caller, right: the agent), listed in `audio.jsonl` with where it starts
-from t0 and a coarse loudness outline, so the HTML report can play it beside the turn's anchors.
+(cut where a barge-in cut it), on one time axis. One stereo FLAC file per turn in the run directory
+(`audio/`; left: the caller, right: the agent), listed in `audio.jsonl` with where it starts from t0 and
+a coarse loudness outline; the HTML report plays it, as Opus, beside the turn's anchors.
 
 The call keeps its audio while it runs (`CallAudio`: the frames the turn detector got, and what the
 speaker was given, through `TappedSpeaker`); the files are written once the call is over, off the
-event loop, so encoding never delays a timestamp."""
+event loop, so encoding never delays a timestamp. FLAC, lossless, costs under 0.1% of the clip's length
+to write (Opus 1.4%, which under load took CPU the calls needed); Opus is made when a page is."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ BEFORE_NS = 300_000_000  # kept before the caller starts speaking
 AFTER_NS = 500_000_000  # and after the last thing heard
 LONGEST_S = 30.0  # a turn's clip is cut here (a monologue, an answer that never ended)
 OUTLINE_PER_S = 50  # loudness points per second for the page's waveform
-QUALITY = 0.9  # Opus compression level in soundfile terms (0: best, 1: smallest): ~60 kbit/s stereo
+PAGE_QUALITY = 0.9  # the page's Opus, in soundfile's compression level (0: best, 1: smallest): ~64 kbit/s
 
 
 def _at_rate(samples: np.ndarray, rate: int) -> np.ndarray:
@@ -138,7 +139,15 @@ def outline(clip: np.ndarray) -> list[list[int]]:
 
 def encode(clip: np.ndarray) -> bytes:
     buf = io.BytesIO()
-    with sf.SoundFile(buf, "w", RATE, 2, format="OGG", subtype="OPUS", compression_level=QUALITY) as f:
+    sf.write(buf, clip, RATE, format="FLAC", subtype="PCM_16")
+    return buf.getvalue()
+
+
+def for_page(data: bytes) -> bytes:
+    """A clip file's bytes as Ogg Opus, about 8 KB a second, what a page embeds."""
+    clip, rate = sf.read(io.BytesIO(data), dtype="float32")
+    buf = io.BytesIO()
+    with sf.SoundFile(buf, "w", rate, 2, format="OGG", subtype="OPUS", compression_level=PAGE_QUALITY) as f:
         f.write(clip)
     return buf.getvalue()
 
@@ -148,7 +157,7 @@ def file_name(call: str, turn: int) -> str:
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", call)[:80]
     if safe != call:
         safe += "-" + hashlib.sha1(call.encode()).hexdigest()[:8]
-    return f"{safe}-{turn}.ogg"
+    return f"{safe}-{turn}.flac"
 
 
 def write_turns(folder: Path, timeline: Timeline, audio: CallAudio) -> list[dict]:
