@@ -17,6 +17,7 @@ import asyncio
 import itertools
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -81,9 +82,10 @@ class SoakLog(RunLog):
         self.written.append((time.monotonic(), record))
 
 
-def leak_check(samples: list[float], warmup: int = 1) -> dict:
-    """The last third's mean against the first third's, after `warmup` samples."""
-    kept = samples[warmup:]
+def leak_check(memory: list[dict], key: str, warmup_s: float = 0.0) -> dict:
+    """The last third's mean against the first third's, of the samples taken after `warmup_s` (the one
+    taken at the start, before any call, never counts)."""
+    kept = [m[key] for m in memory if m["s"] > warmup_s]
     third = max(1, len(kept) // 3)
     first, last = kept[:third], kept[-third:]
     mean = lambda xs: sum(xs) / len(xs) if xs else 0.0  # noqa: E731
@@ -92,7 +94,8 @@ def leak_check(samples: list[float], warmup: int = 1) -> dict:
             "growth": round(growth, 4), "ok": growth <= 0.05}  # fmt: skip
 
 
-async def soak(stages: Stages, server_pid: int, url: str, callers: int, seconds: float, out: Path) -> dict:
+async def soak(stages: Stages, server_pid: int, url: str, callers: int, seconds: float, out: Path,
+               warmup_s: float = 0.0) -> dict:  # fmt: skip
     calls = find_calls(["recordings"])
     settings = Settings("fast")
     log = SoakLog(out)
@@ -144,8 +147,8 @@ async def soak(stages: Stages, server_pid: int, url: str, callers: int, seconds:
         "lost": sorted(f"{c}/{t}" for c, t in log.started - recorded),
         "open_requests_at_end": health["running"] + health["waiting"],
         "memory": memory,
-        "voice_leak": leak_check([m["voice_mib"] for m in memory]),
-        "server_leak": leak_check([m["server_mib"] for m in memory]),
+        "voice_leak": leak_check(memory, "voice_mib", warmup_s),
+        "server_leak": leak_check(memory, "server_mib", warmup_s),
         "start": start,
         "end": end,
         "per_minute": minutes,
@@ -177,6 +180,8 @@ def main() -> int:
     ap.add_argument("--callers", type=int, default=16)
     ap.add_argument("--minutes", type=float, default=10.0)
     ap.add_argument("--json", help="also write the figures as JSON here")
+    ap.add_argument("--warmup-s", type=float, default=0.0,
+                    help="seconds of samples the leak check leaves out (default: the first)")  # fmt: skip
     args = ap.parse_args()
     global SAMPLE_S
     SAMPLE_S = min(SAMPLE_S, args.minutes * 60 / 6)  # at least six samples, for the thirds
@@ -185,7 +190,10 @@ def main() -> int:
     with server as url:
         agent = store_agent(OpenAIChat(url, model="bundled"))
         stages = Stages(Transcriber(window="auto"), agent, Synthesizer())
-        result = asyncio.run(soak(stages, server.proc.pid, url, args.callers, args.minutes * 60, out))
+        result = asyncio.run(
+            soak(stages, server.proc.pid, url, args.callers, args.minutes * 60, out, args.warmup_s)
+        )
+    shutil.rmtree(out, ignore_errors=True)  # its records and turn clips: the figures are all in `result`
     print_report(result)
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
