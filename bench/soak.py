@@ -95,9 +95,9 @@ def leak_check(memory: list[dict], key: str, warmup_s: float = 0.0) -> dict:
 
 
 async def soak(stages: Stages, server_pid: int, url: str, callers: int, seconds: float, out: Path,
-               warmup_s: float = 0.0) -> dict:  # fmt: skip
+               warmup_s: float = 0.0, record_audio: bool = True) -> dict:  # fmt: skip
     calls = find_calls(["recordings"])
-    settings = Settings("fast")
+    settings = Settings("fast", record_audio=record_audio)
     log = SoakLog(out)
     names = itertools.count()
     deadline = time.monotonic() + seconds
@@ -180,6 +180,7 @@ def main() -> int:
     ap.add_argument("--callers", type=int, default=16)
     ap.add_argument("--minutes", type=float, default=10.0)
     ap.add_argument("--json", help="also write the figures as JSON here")
+    ap.add_argument("--no-audio", action="store_true", help="keep no turn clips (as replay --no-audio)")
     ap.add_argument("--warmup-s", type=float, default=0.0,
                     help="seconds of samples the leak check leaves out (default: the first)")  # fmt: skip
     args = ap.parse_args()
@@ -191,7 +192,16 @@ def main() -> int:
         agent = store_agent(OpenAIChat(url, model="bundled"))
         stages = Stages(Transcriber(window="auto"), agent, Synthesizer())
         result = asyncio.run(
-            soak(stages, server.proc.pid, url, args.callers, args.minutes * 60, out, args.warmup_s)
+            soak(
+                stages,
+                server.proc.pid,
+                url,
+                args.callers,
+                args.minutes * 60,
+                out,
+                args.warmup_s,
+                record_audio=not args.no_audio,
+            )  # fmt: skip
         )
     shutil.rmtree(out, ignore_errors=True)  # its records and turn clips: the figures are all in `result`
     print_report(result)
