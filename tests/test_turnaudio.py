@@ -27,7 +27,7 @@ def test_the_clip_places_both_sides_on_the_calls_clock_and_a_cut_ends_the_agent(
     audio.played(Speech(np.full(22050, 0.25, np.float32), 22050), start_ns=2500 * MS)  # 1 s at 22.05 kHz
     audio.played(Speech(np.full(16000, 8192, np.int16), 16000), start_ns=3500 * MS)  # piper's int16
     audio.stopped(3000 * MS)  # a barge-in: half the first piece heard, none of the second
-    clip = audio.clip(500 * MS, 4500 * MS)
+    (clip,) = audio.clips([(500 * MS, 4500 * MS)])
     assert clip.shape == (4 * RATE, 2)
     at = lambda ms: int((ms - 500) * RATE / 1000)  # noqa: E731
     assert (clip[: at(1000), 0] == 0).all() and (clip[at(1000) : at(4000), 0] == 0.5).all()
@@ -36,7 +36,8 @@ def test_the_clip_places_both_sides_on_the_calls_clock_and_a_cut_ends_the_agent(
     assert (clip[at(3000) :, 1] == 0).all()
     audio.pieces.clear()
     audio.played(Speech(np.full(16000, 8192, np.int16), 16000), start_ns=3500 * MS)
-    assert np.allclose(audio.clip(3500 * MS, 4500 * MS)[:, 1], 0.25)
+    (clip,) = audio.clips([(3500 * MS, 4500 * MS)])
+    assert np.allclose(clip[:, 1], 0.25)
 
 
 def test_a_turns_span_runs_from_its_speech_to_the_last_thing_heard():

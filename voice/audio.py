@@ -88,7 +88,7 @@ def load_audio(path: str | Path, channel: int | str = "auto") -> Audio:
         cut_short = "the Ogg stream stops before its last page"
     if not planar_format:  # packed: one row of interleaved samples
         data = data.reshape(-1, channels).T
-    data = _to_float(data)
+    data = to_float(data)
     picked = pick_channel(data, channel) if channels > 1 else None
     mono = data[picked if picked is not None else 0]
     if not np.all(np.isfinite(mono)):
@@ -160,7 +160,8 @@ def _decode(container, stream) -> tuple[list[np.ndarray], str | None]:
     return frames, None
 
 
-def _to_float(data: np.ndarray) -> np.ndarray:
+def to_float(data: np.ndarray) -> np.ndarray:
+    """Samples as float32 in -1..1, from any PCM integer type or float."""
     if data.dtype.kind == "f":
         return data.astype(np.float32)
     scale = float(np.iinfo(data.dtype).max) + 1

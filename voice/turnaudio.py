@@ -13,12 +13,13 @@ from __future__ import annotations
 import hashlib
 import io
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import soundfile as sf
 
-from voice.audio import RATE
+from voice.audio import RATE, to_float
 from voice.timeline import Timeline
 
 BEFORE_NS = 300_000_000  # kept before the caller starts speaking
@@ -29,11 +30,10 @@ PAGE_QUALITY = 0.9  # the page's Opus, in soundfile's compression level (0: best
 
 
 def _at_rate(samples: np.ndarray, rate: int) -> np.ndarray:
-    """Mono float32 in -1..1 at RATE (linear interpolation: enough to listen to), from float or int16
-    samples (piper's)."""
-    samples = np.asarray(samples).reshape(-1)
-    scale = 32768.0 if samples.dtype == np.int16 else 1.0
-    samples = samples.astype(np.float32) / scale
+    """Mono float32 in -1..1 at RATE from what a speaker was handed (piper's int16). Linear
+    interpolation: enough to listen to, and unlike voice.audio.resample it does not ring at a piece's
+    hard start."""
+    samples = to_float(np.asarray(samples).reshape(-1))
     if rate == RATE or not len(samples):
         return samples
     n = int(len(samples) * RATE / rate)
@@ -42,12 +42,13 @@ def _at_rate(samples: np.ndarray, rate: int) -> np.ndarray:
 
 class CallAudio:
     """One call's audio on the call's clock: the caller's frames from `origin_ns` on, and each piece
-    the speaker played with the time it started being heard."""
+    the speaker played, as it was handed over, with the time it started being heard. Kept as it comes
+    (on the event loop); joined and converted only in `clips`, once per call."""
 
     def __init__(self):
         self.origin_ns: int | None = None
         self.frames: list[np.ndarray] = []
-        self.pieces: list[tuple[int, np.ndarray]] = []  # (heard from, samples at RATE)
+        self.pieces: list[tuple[int, np.ndarray, int]] = []  # (heard from, samples, their rate)
 
     def heard(self, frame: np.ndarray, origin_ns: int) -> None:
         if self.origin_ns is None:
@@ -55,23 +56,24 @@ class CallAudio:
         self.frames.append(frame)
 
     def played(self, speech, start_ns: int) -> None:
-        self.pieces.append((start_ns, _at_rate(speech.audio, speech.sample_rate)))
+        self.pieces.append((start_ns, speech.audio, speech.sample_rate))
 
     def stopped(self, at_ns: int) -> None:
         """Playback was cut at `at_ns`: nothing queued is heard after it."""
-        self.pieces = [(start, samples[: max(0, (at_ns - start) * RATE // 1_000_000_000)])
-                       for start, samples in self.pieces]  # fmt: skip
+        self.pieces = [(start, samples[: max(0, (at_ns - start) * rate // 1_000_000_000)], rate)
+                       for start, samples, rate in self.pieces]  # fmt: skip
 
-    def clip(self, start_ns: int, end_ns: int) -> np.ndarray:
-        """(samples, 2) float32 from `start_ns` to `end_ns`: the caller left, the agent right."""
-        n = max(0, (end_ns - start_ns) * RATE // 1_000_000_000)
-        out = np.zeros((n, 2), np.float32)
+    def clips(self, spans: list[tuple[int, int]]) -> Iterator[np.ndarray]:
+        """(samples, 2) float32 for each (start_ns, end_ns): the caller left, the agent right."""
         caller = np.concatenate(self.frames) if self.frames else np.zeros(0, np.float32)
-        if self.origin_ns is not None:
-            _add(out[:, 0], caller, (self.origin_ns - start_ns) * RATE // 1_000_000_000)
-        for heard_ns, samples in self.pieces:
-            _add(out[:, 1], samples, (heard_ns - start_ns) * RATE // 1_000_000_000)
-        return np.clip(out, -1.0, 1.0)
+        agent = [(heard_ns, _at_rate(samples, rate)) for heard_ns, samples, rate in self.pieces]
+        for start_ns, end_ns in spans:
+            out = np.zeros((max(0, (end_ns - start_ns) * RATE // 1_000_000_000), 2), np.float32)
+            if self.origin_ns is not None:
+                _add(out[:, 0], caller, (self.origin_ns - start_ns) * RATE // 1_000_000_000)
+            for heard_ns, samples in agent:
+                _add(out[:, 1], samples, (heard_ns - start_ns) * RATE // 1_000_000_000)
+            yield np.clip(out, -1.0, 1.0)
 
 
 def _add(into: np.ndarray, samples: np.ndarray, offset: int) -> None:
@@ -164,8 +166,9 @@ def write_turns(folder: Path, timeline: Timeline, audio: CallAudio) -> list[dict
     """Write each turn's clip of the call into `folder`; its rows for `audio.jsonl`."""
     folder.mkdir(parents=True, exist_ok=True)
     rows = []
-    for turn, (start, end, t0) in sorted(spans(timeline).items()):
-        clip = audio.clip(start, end)
+    turns = sorted(spans(timeline).items())
+    clips = audio.clips([(start, end) for _, (start, end, _) in turns])
+    for (turn, (start, _, t0)), clip in zip(turns, clips, strict=True):
         if not len(clip):
             continue
         name = file_name(timeline.call, turn)
