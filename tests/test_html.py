@@ -131,6 +131,11 @@ def test_a_turn_opens_to_its_timeline_and_a_screenshot_is_kept(page):
     anchors = {e["data-name"] for e in dom.elements if "anchor" in (e.get("class") or "").split()}
     assert {"t0", "endpoint", "first_answer_token", "first_useful_audio_heard"} <= anchors
     assert len([e for e in dom.elements if "llm-call" in (e.get("class") or "")]) == len(first["llm_calls"])
+    tools = dom.with_class("tool")  # each tool call where it ran, its call in the tooltip
+    assert [e["text"].split("(")[0] for e in tools] == [c["name"] for c in first["tool_calls"]]
+    heard = dom.with_class("clause-heard")  # each clause spoken, its words in the tooltip
+    assert len(heard) == len(dom.with_class("clause-synth")) == len(first["clauses"]) > 0
+    assert all(c["text"] in e["text"] for c, e in zip(first["clauses"], heard, strict=True))
     (player,) = [e for e in dom.elements if e["tag"] == "audio"]  # the turn's audio, playable
     assert player["src"].startswith("data:audio/ogg;base64,") and "turn-audio" in player["class"]
     marks = {e["data-name"] for e in dom.elements if "mark" in (e.get("class") or "").split()}
@@ -141,6 +146,38 @@ def test_a_turn_opens_to_its_timeline_and_a_screenshot_is_kept(page):
     shot.unlink(missing_ok=True)
     result = chromium(tmp, url, f"--screenshot={shot}", "--window-size=1400,2200", "--hide-scrollbars")
     assert result.returncode == 0 and shot.stat().st_size > 20_000, result.stderr[-2000:]
+
+
+def since(t_ns: float, t0: int) -> float:
+    return round((t_ns - t0) / 1e6, 3)
+
+
+def test_records_say_when_each_tool_ran_and_each_clause_was_synthesized_and_heard(page):
+    """The record's tool calls and clauses are the events' times as ms from t0: the timeline draws them."""
+    tmp, records, _ = page
+    events = [json.loads(line) for line in (tmp / "run" / "events.jsonl").read_text().splitlines()]
+    answered = [t for t in records if t["status"] == "ok"]
+    assert any(t["tool_calls"] for t in answered)
+    for t in answered:
+        mine = [e for e in events if (e["call"], e["turn"]) == (t["call"], t["turn"])]
+        t0 = next(e["t_ns"] for e in mine if e["event"] == "t0")
+        starts = [since(e["t_ns"], t0) for e in mine if e["event"] == "tool_start"]
+        assert [c["start_ms"] for c in t["tool_calls"]] == starts
+        for call, before, after in zip(t["tool_calls"], t["llm_calls"], t["llm_calls"][1:], strict=False):
+            assert before["request_ms"] + before["done_ms"] <= call["start_ms"] + 0.01  # after its call
+            assert call["start_ms"] + call["ms"] <= after["request_ms"] + 0.01  # before the next
+        clauses = [e for e in mine if e["event"] == "clause"]
+        assert [c["text"] for c in t["clauses"]] == [e["text"] for e in clauses]
+        for c, e in zip(t["clauses"], clauses, strict=True):
+            assert (c["synth_ms"], c["ready_ms"], c["heard_ms"], c["end_ms"]) == tuple(
+                since(e[k], t0) for k in ("synth_ns", "t_ns", "heard_ns", "end_ns")
+            )
+            assert c["synth_ms"] <= c["ready_ms"] <= c["heard_ms"] < c["end_ms"]
+        assert t["clauses"][0]["heard_ms"] == since(t0 + t["first_audio_ms"] * 1e6, t0)
+        useful = next(
+            c for c in t["clauses"] if c["heard_ms"] == since(t0 + t["first_useful_audio_ms"] * 1e6, t0)
+        )
+        assert not useful["filler"]
 
 
 def test_each_turn_keeps_its_audio_as_heard_and_the_page_can_leave_it_out(page):

@@ -130,3 +130,19 @@ def test_an_endpoint_that_reports_no_timings_is_said_so():
     assert out["llm_calls"][0]["http_overhead_ms"] is None  # nothing to subtract: no number is made up
     assert out["llm_wait_ms"] == 15 and out["llm_share"] == round(15 / 700, 4)
     assert "reported no timings" in llm_share_line(summarize([out]))
+
+
+def test_tools_and_clauses_are_placed_on_the_turn_from_their_events():
+    tl = Timeline("c", clock=lambda: 0)
+    tl.emit(0, "t0", t_ns=1_000_000_000)
+    tl.emit(0, "tool_start", t_ns=1_200_000_000, tool="lookup_order", arguments="{}")
+    tl.emit(0, "tool_end", t_ns=1_203_000_000, tool="lookup_order", arguments="{}", result={})
+    tl.emit(0, "clause", t_ns=1_400_000_000, text="Your order ships.", filler=False,
+            synth_ns=1_300_000_000, heard_ns=1_500_000_000, end_ns=2_500_000_000)  # fmt: skip
+    record = tl.turns[0]
+    record.tool_calls = [{"name": "lookup_order", "ms": 3.0}, {"name": "check_stock", "ms": 1.0}]
+    out = record.to_dict()
+    # the second call never started (no event): its start is unknown, not made up
+    assert [c["start_ms"] for c in out["tool_calls"]] == [200.0, None]
+    assert out["clauses"] == [{"text": "Your order ships.", "filler": False, "synth_ms": 300.0,
+                               "ready_ms": 400.0, "heard_ms": 500.0, "end_ms": 1500.0}]  # fmt: skip

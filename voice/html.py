@@ -1,7 +1,7 @@
 """`ttfat report --html`: one self-contained page that works offline (no CDN, no library): the figures
 that matter in large numbers, CDFs of TTFAT and first useful audio heard (failed turns at the right
 edge, as never), the stages of the wait per turn, latency against transcript length, and a table of
-every turn, sortable and filterable, each opening to its timeline (anchors and LLM calls) and its
+every turn, sortable and filterable, each opening to its timeline (anchors, LLM calls, tools, clauses) and its
 audio (the caller and the answer as heard, on the timeline's axis). The page is
 drawn in the browser from the run's records, embedded as JSON; `#turn=CALL:TURN` opens one turn.
 The page itself lives in `voice/page/` (HTML, CSS, JavaScript)."""

@@ -121,7 +121,7 @@ class Speaking:
             if not self.spoken:
                 self.log.emit("first_audio_heard", t_ns=start)
             self.log.emit("clause", t_ns=ready, text=clause.text, filler=clause.filler, synth_ns=synth,
-                          heard_ns=start)  # fmt: skip
+                          heard_ns=start, end_ns=end)  # fmt: skip
             self.spoken.append(Spoken(clause, ready, start))
             self._answer_anchors()
         if self.spoken:

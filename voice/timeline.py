@@ -82,6 +82,8 @@ class TurnRecord:
     tool_calls: list[dict] = field(default_factory=list)
     anchors: dict[str, int] = field(default_factory=dict)  # anchor -> t_ns on the call's clock
     llm_calls: list[dict] = field(default_factory=list)  # one per LLM request (llm.agent.LLMCall)
+    tool_runs: list[dict] = field(default_factory=list)  # when each tool call ran (its events' t_ns)
+    clauses: list[dict] = field(default_factory=list)  # each clause spoken: synthesized, then heard
     info: dict = field(default_factory=dict)  # stage details kept in the record (speech span, reference)
 
     def _since_t0(self, anchor: str | None) -> float | None:
@@ -145,6 +147,28 @@ class TurnRecord:
             self.anchors.setdefault(name, t_ns)
         elif name == "llm_call":
             self.llm_calls.append(data)
+        elif name == "tool_start":
+            self.tool_runs.append({"start_ns": t_ns})
+        elif name == "tool_end" and self.tool_runs:
+            self.tool_runs[-1]["end_ns"] = t_ns
+        elif name == "clause":
+            self.clauses.append({**data, "ready_ns": t_ns})
+
+    def timed_tool_calls(self) -> list[dict]:
+        """The tool calls, each with `start_ms` from t0 (they run one after another, in the order the
+        model made them, so the n-th tool_start is the n-th call's)."""
+        starts = [self._ms_of(run["start_ns"]) for run in self.tool_runs]
+        return [
+            {**c, "start_ms": starts[i] if i < len(starts) else None} for i, c in enumerate(self.tool_calls)
+        ]
+
+    def clause_spans(self) -> list[dict]:
+        """Each clause spoken, in ms from t0: synthesis started (`synth_ms`), its audio ready
+        (`ready_ms`), heard from `heard_ms` to `end_ms` (as planned: a barge-in may have cut it)."""
+        times = ("synth", "ready", "heard", "end")
+        return [{"text": c.get("text", ""), "filler": bool(c.get("filler")),
+                 **{f"{k}_ms": self._ms_of(c.get(f"{k}_ns")) for k in times}}
+                for c in self.clauses]  # fmt: skip
 
     def to_dict(self) -> dict:
         if self.status not in STATUSES:
@@ -156,11 +180,12 @@ class TurnRecord:
             "error": self.error,
             "transcript": self.transcript,
             "answer": self.answer,
-            "tool_calls": self.tool_calls,
+            "tool_calls": self.timed_tool_calls(),
             **(ms := self.ms()),
             **stage_durations(ms),
             "tool_ms": tool_ms(self.tool_calls),
             **self.llm(),
+            "clauses": self.clause_spans(),
             "order_violations": self.order_violations(),
             **self.info,
         }

@@ -235,12 +235,15 @@ function detail(t) {
   anchors.unshift({ name: "t0", label: "end of speech (t0)", v: 0 });
   if (t.barge_in_stop_ms !== undefined) anchors.push({ name: "barge_in", label: "barge-in", v: null });
   const calls = (t.llm_calls || []).filter((c) => typeof c.request_ms === "number");
-  const times = [...anchors.map((a) => a.v), ...calls.map((c) => c.request_ms + (c.done_ms || 0))]
+  const tools = (t.tool_calls || []).filter((c) => typeof c.start_ms === "number");
+  const clauses = (t.clauses || []).filter((c) => typeof c.heard_ms === "number");
+  const times = [...anchors.map((a) => a.v), ...calls.map((c) => c.request_ms + (c.done_ms || 0)),
+    ...tools.map((c) => c.start_ms + c.ms), ...clauses.map((c) => c.synth_ms)]
     .filter((v) => typeof v === "number" && v !== Infinity);
   const shown = times.filter((v) => v <= (t.first_useful_audio_ms || Infinity) * 1.5 || v <= 0);
   const lo = Math.min(0, ...shown), hi = Math.max(1, ...shown) * 1.05;
   const w = 900, rowH = 16, pad = { l: 150, r: 20, t: 10 };
-  const rows = anchors.length + calls.length;
+  const rows = anchors.length + calls.length + tools.length + clauses.length;
   const h = pad.t + rows * rowH + 30;
   const svg = el("svg:svg", { width: w, height: h, class: "timeline" });
   const X = (v) => pad.l + (w - pad.l - pad.r) * (Math.min(v, hi) - lo) / (hi - lo);
@@ -249,10 +252,14 @@ function detail(t) {
     const v = lo + (hi - lo) * i / 5;
     svg.append(el("svg:text", { x: X(v), y: h - 8, "text-anchor": "middle" }, `${Math.round(v)} ms`));
   }
+  // a span past the right edge is drawn as a sliver there, its times in its tooltip
+  const span = (y, from, to, fill, cls, title) => svg.append(el("svg:rect", {
+    x: X(from), y: y + 2, width: Math.max(1, X(to) - X(from)), height: 10, fill, class: cls }, el("svg:title", {}, title)));
+  const label = (y, text) => svg.append(el("svg:text", { x: pad.l - 6, y: y + 11, "text-anchor": "end" }, text));
   let row = 0;
   for (const a of anchors) {
     const y = pad.t + row++ * rowH;
-    svg.append(el("svg:text", { x: pad.l - 6, y: y + 11, "text-anchor": "end" }, a.label));
+    label(y, a.label);
     if (typeof a.v === "number") {
       svg.append(el("svg:circle", { cx: X(a.v), cy: y + 7, r: 4, fill: COLORS[0], class: "anchor", "data-name": a.name },
         el("svg:title", {}, `${a.label}: ${ms(a.v)} ms`)));
@@ -261,14 +268,29 @@ function detail(t) {
   calls.forEach((c, i) => {
     const y = pad.t + row++ * rowH;
     const s = c.server || {};
-    svg.append(el("svg:text", { x: pad.l - 6, y: y + 11, "text-anchor": "end" }, `LLM call ${c.round}${c.answered ? " (answer)" : ""}`));
-    svg.append(el("svg:rect", { x: X(c.request_ms), y: y + 2, width: Math.max(1, X(c.request_ms + (c.done_ms || 0)) - X(c.request_ms)),
-      height: 10, fill: COLORS[2], class: "llm-call" },
-      el("svg:title", {}, `request at ${ms(c.request_ms)} ms; first token +${ms(c.first_token_ms)} ms; done +${ms(c.done_ms)} ms; ` +
-        `server: queue ${ms(s.queue_ms)} prefill ${ms(s.prefill_ms)} ms, ${s.forwards ?? "–"} forwards`)));
+    label(y, `LLM call ${c.round}${c.answered ? " (answer)" : ""}`);
+    span(y, c.request_ms, c.request_ms + (c.done_ms || 0), COLORS[2], "llm-call",
+      `request at ${ms(c.request_ms)} ms; first token +${ms(c.first_token_ms)} ms; done +${ms(c.done_ms)} ms; ` +
+        `server: queue ${ms(s.queue_ms)} prefill ${ms(s.prefill_ms)} ms, ${s.forwards ?? "–"} forwards`);
     if (typeof c.first_token_ms === "number") {
       svg.append(el("svg:line", { x1: X(c.request_ms + c.first_token_ms), x2: X(c.request_ms + c.first_token_ms), y1: y, y2: y + 14, stroke: "#222" }));
     }
+  });
+  for (const c of tools) {
+    const y = pad.t + row++ * rowH;
+    label(y, `tool ${c.name}`);
+    span(y, c.start_ms, c.start_ms + c.ms, COLORS[c.error ? 2 : 4], "tool",
+      `${c.name}(${c.arguments}) at ${ms(c.start_ms)} ms, took ${ms(c.ms)} ms${c.error ? `; error: ${c.error}` : ""}`);
+  }
+  clauses.forEach((c, i) => {
+    const y = pad.t + row++ * rowH;
+    label(y, `clause ${i + 1}${c.filler ? " (filler)" : ""}`);
+    const said = `"${c.text}"`;
+    if (typeof c.synth_ms === "number" && typeof c.ready_ms === "number") {
+      span(y, c.synth_ms, c.ready_ms, COLORS[5], "clause-synth", `${said}: synthesized ${ms(c.synth_ms)}–${ms(c.ready_ms)} ms`);
+    }
+    span(y, c.heard_ms, typeof c.end_ms === "number" ? c.end_ms : c.heard_ms, COLORS[c.filler ? 1 : 0], "clause-heard",
+      `${said}: heard ${ms(c.heard_ms)}–${ms(c.end_ms)} ms`);
   });
   const sound = t.audio ? audioStrip(t.audio, anchors) : null;
   const list = el("div", { class: "anchors" }, ...anchors.map((a) => el("div", {}, `${a.label}: ${ms(a.v)} ms`)));
