@@ -206,6 +206,7 @@ def post(url: str, body=None, raw: bytes | None = None, headers: dict | None = N
         ({"stream": "yes"}, "stream must be true or false"),
         ({"stop": 5}, "stop must be"),
         ({"stop": ["a", "b", "c", "d", "e"]}, "at most 4"),
+        ({"messages": [{"role": "tool", "content": "{}", "tool_call_id": 1}]}, "tool_call_id must be a"),
     ],
 )  # fmt: skip
 def test_malformed_and_unsupported_fields_get_a_400_that_says_so(server, change, says):
@@ -258,3 +259,16 @@ def test_stop_sequences_end_the_answer_before_them(server):
     unmet = c.chat.completions.create(model="bundled", messages=user("what are your opening hours"),
                                       max_tokens=64, stop="qqq")  # fmt: skip
     assert unmet.choices[0].message.content == text
+
+
+def test_openapi_json_says_what_the_chat_endpoint_takes_and_answers(server):
+    _, url = server
+    spec = httpx.get(url.removesuffix("/v1") + "/openapi.json", timeout=10).json()
+    chat = spec["paths"]["/v1/chat/completions"]["post"]
+    body = chat["requestBody"]["content"]["application/json"]["schema"]
+    assert body["required"] == ["messages"] and {"stream", "stop", "steps", "threshold"} <= set(
+        body["properties"]
+    )
+    assert {"200", "400", "401", "413", "429"} <= set(chat["responses"])
+    assert set(chat["responses"]["200"]["content"]) == {"application/json", "text/event-stream"}
+    assert "text/plain" in spec["paths"]["/metrics"]["get"]["responses"]["200"]["content"]

@@ -96,6 +96,9 @@ def _messages(messages) -> list[dict]:
         if not isinstance(m, dict) or m.get("role") not in ROLES:
             raise BadRequest(f"{where} needs a role in {sorted(ROLES)}")
         m = {**m, "content": _text(m.get("content"), where)}
+        for name in ("tool_call_id", "name"):
+            if m.get(name) is not None and not isinstance(m[name], str):
+                raise BadRequest(f"{where}.{name} must be a string, not {json_type(m[name])}")
         if m.get("tool_calls") is not None:
             if m["role"] != "assistant":
                 raise BadRequest(f"{where}: only an assistant message has tool_calls")

@@ -8,9 +8,10 @@ import json
 import time
 import uuid
 from dataclasses import asdict
+from importlib import resources
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from jinja2 import TemplateError
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
@@ -22,6 +23,16 @@ from llm.serving.requests import Limits, parse_request
 from llm.serving.streaming import collect_reply, reply_events, sse
 
 DECODING_KEYS = ("gen_length", "steps", "block_length", "threshold", "factor", "cache")
+REFUSALS = (400, 401, 413, 429, 499)  # every one answered with an OpenAI-style error body
+
+
+def chat_openapi() -> dict:
+    """What /openapi.json says the chat endpoint takes and answers (the route reads its body itself, so
+    FastAPI cannot infer it): a data file, tested against the server by schemathesis."""
+    spec = json.loads(resources.files("llm.serving").joinpath("chat_completions.openapi.json").read_text())
+    operation = spec["operation"]
+    operation["responses"] |= {str(code): spec["error_response"] for code in REFUSALS}
+    return operation
 
 
 def create_app(
@@ -50,11 +61,11 @@ def create_app(
     async def models():
         return {"object": "list", "data": [{"id": model_name, "object": "model", "owned_by": "ttfat"}]}
 
-    @app.get("/metrics")
+    @app.get("/metrics", response_class=PlainTextResponse)  # what /openapi.json says it answers
     async def prometheus():
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
-    @app.post("/v1/chat/completions")
+    @app.post("/v1/chat/completions", openapi_extra=chat_openapi())
     async def chat(request: Request):
         start = time.monotonic_ns()
         if api_key and request.headers.get("authorization") != f"Bearer {api_key}":
