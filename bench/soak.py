@@ -21,7 +21,7 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import httpx
@@ -65,12 +65,24 @@ def handles(server_pid: int) -> dict:
             "server_threads": threads(server_pid)}  # fmt: skip
 
 
+@dataclass
+class Written:
+    """What the soak keeps of a record (not the record: thousands of them would be memory the voice
+    process is charged with, growing for as long as the soak runs)."""
+
+    at: float  # monotonic s
+    call: str
+    turn: int
+    status: str
+    heard_ms: float | None  # first useful audio heard
+
+
 class SoakLog(RunLog):
     """The run log, noting when each record was written and which turns were ever started."""
 
     def __init__(self, out: Path):
         super().__init__(out)
-        self.written: list[tuple[float, dict]] = []
+        self.written: list[Written] = []
         self.started: set[tuple[str, int]] = set()
 
     def watch(self, timeline: Timeline) -> None:
@@ -79,7 +91,8 @@ class SoakLog(RunLog):
 
     def write_turn(self, record: dict) -> None:
         super().write_turn(record)
-        self.written.append((time.monotonic(), record))
+        self.written.append(Written(time.monotonic(), record["call"], record["turn"], record["status"],
+                                    record.get("first_useful_audio_ms")))  # fmt: skip
 
 
 def leak_check(memory: list[dict], key: str, warmup_s: float = 0.0) -> dict:
@@ -125,14 +138,14 @@ async def soak(stages: Stages, server_pid: int, url: str, callers: int, seconds:
     memory.append({"s": round(time.monotonic() - began), "voice_mib": round(rss_mib(), 1),
                    "server_mib": round(rss_mib(server_pid), 1)})  # fmt: skip
     health = httpx.get(url.removesuffix("/v1") + "/health", timeout=10).json()
-    records = [r for _, r in log.written]
-    recorded = {(r["call"], r["turn"]) for r in records}
+    records = log.written
+    recorded = {(r.call, r.turn) for r in records}
     by_status: dict[str, int] = {}
     for r in records:
-        by_status[r["status"]] = by_status.get(r["status"], 0) + 1
+        by_status[r.status] = by_status.get(r.status, 0) + 1
     minutes = []
     for minute in range(int((time.monotonic() - began) // 60) + 1):
-        heard = [r.get("first_useful_audio_ms") for t, r in log.written if int((t - began) // 60) == minute]
+        heard = [r.heard_ms for r in records if int((r.at - began) // 60) == minute]
         values = [float("inf") if v is None else v for v in heard]
         minutes.append({"minute": minute + 1, "turns": len(values),
                         "p50": percentile(values, 50) if values else None,
