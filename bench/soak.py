@@ -212,18 +212,8 @@ def main() -> int:
     with server as url:
         agent = store_agent(OpenAIChat(url, model="bundled"))
         stages = Stages(Transcriber(window="auto"), agent, Synthesizer())
-        result = asyncio.run(
-            soak(
-                stages,
-                server.proc.pid,
-                url,
-                args.callers,
-                args.minutes * 60,
-                out,
-                warmup_s,
-                record_audio=not args.no_audio,
-            )  # fmt: skip
-        )
+        result = asyncio.run(soak(stages, server.proc.pid, url, args.callers, args.minutes * 60, out,
+                                  warmup_s, record_audio=not args.no_audio))  # fmt: skip
     shutil.rmtree(out, ignore_errors=True)  # its records and turn clips: the figures are all in `result`
     print_report(result)
     if args.json:

@@ -82,7 +82,7 @@ class TurnRecord:
     tool_calls: list[dict] = field(default_factory=list)
     anchors: dict[str, int] = field(default_factory=dict)  # anchor -> t_ns on the call's clock
     llm_calls: list[dict] = field(default_factory=list)  # one per LLM request (llm.agent.LLMCall)
-    tool_runs: list[dict] = field(default_factory=list)  # when each tool call ran (its events' t_ns)
+    tool_starts: list[int] = field(default_factory=list)  # when each tool call started (t_ns)
     clauses: list[dict] = field(default_factory=list)  # each clause spoken: synthesized, then heard
     info: dict = field(default_factory=dict)  # stage details kept in the record (speech span, reference)
 
@@ -148,19 +148,15 @@ class TurnRecord:
         elif name == "llm_call":
             self.llm_calls.append(data)
         elif name == "tool_start":
-            self.tool_runs.append({"start_ns": t_ns})
-        elif name == "tool_end" and self.tool_runs:
-            self.tool_runs[-1]["end_ns"] = t_ns
+            self.tool_starts.append(t_ns)
         elif name == "clause":
             self.clauses.append({**data, "ready_ns": t_ns})
 
     def timed_tool_calls(self) -> list[dict]:
         """The tool calls, each with `start_ms` from t0 (they run one after another, in the order the
         model made them, so the n-th tool_start is the n-th call's)."""
-        starts = [self._ms_of(run["start_ns"]) for run in self.tool_runs]
-        return [
-            {**c, "start_ms": starts[i] if i < len(starts) else None} for i, c in enumerate(self.tool_calls)
-        ]
+        starts = self.tool_starts + [None] * len(self.tool_calls)  # a call that never started: None
+        return [{**c, "start_ms": self._ms_of(t)} for c, t in zip(self.tool_calls, starts, strict=False)]
 
     def clause_spans(self) -> list[dict]:
         """Each clause spoken, in ms from t0: synthesis started (`synth_ms`), its audio ready
