@@ -161,8 +161,9 @@ def test_tool_calls_validate_and_match_db(train, heldout, store):
         else:
             found = store.find_product(args["product"]) is not None
             assert found == (e.intent == "stock")
-            if found:
-                assert args["product"] in store.products
+            if found:  # the product as the caller said it, which the store's search finds
+                assert store.find_product(args["product"]) == e.meta["product"]
+                assert args["product"] in e.messages[-1]["content"]
     assert n_calls > len(train) // 3
 
 
@@ -373,8 +374,8 @@ def test_blended_words_join_the_start_of_one_word_to_the_end_of_another():
 
 def test_train_greets_a_greeting_word_alone(train):
     """Openers such as "hello there" start many requests for a person, so composed greetings are often
-    a greeting word alone or said to someone ("hi everyone"; "hello" and "hey" themselves stay held-out
-    templates, never trained)."""
+    a greeting word alone or said to someone ("hi everyone"); "hello" and "hey", what most callers say
+    first, are training phrasings that the held-out split never draws."""
     rng = random.Random(0)
     composed = [compose("greeting", rng) for _ in range(2000)]
     words, addressees = DIRECT["greeting"][0], SLOT_WORDS["addressee"]
@@ -384,7 +385,8 @@ def test_train_greets_a_greeting_word_alone(train):
     )
     assert BARE_GREETINGS * (1 - ADDRESSED) - 0.05 <= alone < BARE_GREETINGS * (1 - ADDRESSED) + 0.1
     assert BARE_GREETINGS * ADDRESSED - 0.05 <= addressed < BARE_GREETINGS * ADDRESSED + 0.1
-    assert not {"hello", "hey"} & {e.messages[-1]["content"].strip(" .?") for e in train}
+    assert {"hello", "hey"} <= {e.messages[-1]["content"].strip(" .?") for e in train}
+    assert not {"hello", "hey"} & set(templates_for("greeting", "heldout"))
 
 
 def test_train_refuses_commands_with_amounts_without_a_tool(train):
@@ -393,7 +395,7 @@ def test_train_refuses_commands_with_amounts_without_a_tool(train):
     scope = [e for e in train if e.intent == "out_of_scope"]
     amounts = set(SLOT_WORDS["distance"] + SLOT_WORDS["temperature"] + SLOT_WORDS["duration"])
     said = [e for e in scope if any(a in e.messages[-1]["content"] for a in amounts)]
-    assert len(said) > 0.03 * len(scope)
+    assert len(said) > 0.01 * len(scope)
     assert not [e for e in scope if e.target.get("tool_calls")]
 
 

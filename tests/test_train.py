@@ -16,7 +16,7 @@ from llm.engine.params import GenerationParams
 from llm.engine.tokenizer import Tokenizer
 from llm.support.models import BUNDLED
 from llm.support.recipe import install, load_recipe, run_recipe
-from llm.support.train import Batches, TrainConfig, batch_logits, render, train
+from llm.support.train import Batches, TrainConfig, batch_logits, batch_loss, render, train
 
 TINY = dict(hidden_size=64, num_layers=2, num_heads=4, intermediate_size=128, batch_size=8, examples=400,
             tokenizer_examples=400, save_every=1000, warmup=5, lr=3e-3)  # fmt: skip
@@ -197,14 +197,15 @@ def test_training_layout_equals_inference_logits(diffusion_dir, block, complemen
 
     ckpt = load_checkpoint(diffusion_dir, device="cpu")
     model, tok, cfg = ckpt.model, ckpt.tokenizer, ckpt.config
-    pairs = [render(tok, e.messages, e.target) for e in make_examples(6, seed=3)]
+    pairs = [render(tok, e.messages, e.target) for e in make_examples(12, seed=3)]
     batches = Batches(pairs, cfg, block, min_t=0.5, complementary=complementary)
     batch = batches.make(list(range(len(pairs))), torch.Generator().manual_seed(0))
     with torch.no_grad():
         trained = batch_logits(model, batch)
+        first = 0
         for i, (prompt, answer) in enumerate(pairs):
-            labels = batch["labels"][i]
-            n = int((labels != -100).sum())
+            row, offset, n = batch["segments"][i]
+            labels = batch["labels"][first : first + n]
             if block == 1:
                 canvas = torch.tensor(prompt + answer)
                 views = [(torch.arange(len(prompt), len(canvas)), canvas, torch.arange(len(canvas)))]
@@ -212,7 +213,7 @@ def test_training_layout_equals_inference_logits(diffusion_dir, block, complemen
             else:
                 a = -(-len(answer) // block) * block
                 clean = answer + cfg.eos_token_ids * (a - len(answer))
-                row = batch["ids"][i]
+                row = batch["ids"][row, offset:]
                 q = len(prompt) - batches.shared
                 offs = torch.arange(len(prompt) + a) - len(prompt)
                 block_ids = torch.where(offs < 0, torch.arange(len(prompt) + a), len(prompt) + offs // block)
@@ -239,8 +240,38 @@ def test_training_layout_equals_inference_logits(diffusion_dir, block, complemen
                     else:
                         view = view[: t + 1]
                     full = model.full_logits(view[None], block_ids[None, : len(view)])[0]
-                    assert torch.allclose(trained[i, j], full[t - 1], atol=1e-4), (i, j)
+                    assert torch.allclose(trained[first + j], full[t - 1], atol=1e-4), (i, j)
                     j += 1
             assert j == n
+            first += n
             if complementary:  # every answer token is a label exactly once
-                assert sorted(labels[:n].tolist()) == sorted(clean)
+                assert sorted(labels.tolist()) == sorted(clean)
+        assert first == len(batch["labels"])
+        assert len(batch["ids"]) < len(pairs)  # packed: several examples share a row
+
+
+def test_the_compiled_loss_equals_the_eager_one(diffusion_dir):
+    """`compile = true` (the recipe's long stages) computes the same loss and gradients, and one compiled
+    graph serves batches of other widths (dynamic shapes)."""
+    from llm.support.dataset import make_examples
+
+    ckpt = load_checkpoint(diffusion_dir, device="cpu")
+    model, tok = ckpt.model, ckpt.tokenizer
+    batches = Batches([render(tok, e.messages, e.target) for e in make_examples(40, seed=4)], ckpt.config, 8,
+                      min_t=0.2, complementary=True)  # fmt: skip
+    compiled = torch.compile(batch_loss, dynamic=True)
+    widths = set()
+    for first in (0, 10, 20):
+        batch = batches.make(list(range(first, first + 10)), torch.Generator().manual_seed(first))
+        batch.pop("segments")
+        widths.add(batch["ids"].shape[1])
+        grads = []
+        for fn in (batch_loss, compiled):
+            model.zero_grad()
+            loss = fn(model, batch)
+            loss.backward()
+            grads.append((loss.detach(), [p.grad.clone() for p in model.parameters()]))
+        (eager, eager_grads), (comp, comp_grads) = grads
+        assert torch.allclose(eager, comp, atol=1e-5)
+        assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(eager_grads, comp_grads, strict=True))
+    assert len(widths) > 1

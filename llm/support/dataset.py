@@ -46,15 +46,19 @@ _TEMPLATES = load("templates.toml")
 USER_TEMPLATES: dict[str, list[str]] = _TEMPLATES["user_templates"]
 NO_ID_TEMPLATES: dict[str, list[str]] = _TEMPLATES["no_id_templates"]
 ID_REPLY_TEMPLATES: list[str] = _TEMPLATES["id_reply_templates"]
+ALWAYS_TRAIN: dict[str, list[str]] = _TEMPLATES["always_train"]
 
 
 def templates_for(intent: str, split: str) -> list[str]:
-    """The user templates of an intent in a split ("no_id:<intent>" and "id_reply" also work)."""
+    """The user templates of an intent in a split ("no_id:<intent>" and "id_reply" also work); an
+    intent's ``always_train`` phrasings are train templates and never drawn into the held-out split."""
     if intent == "id_reply":
         return split_items(ID_REPLY_TEMPLATES, "id_reply", split)
     if intent.startswith("no_id:"):
         return split_items(NO_ID_TEMPLATES[intent[6:]], intent, split)
-    return split_items(USER_TEMPLATES[intent], intent, split)
+    pinned = ALWAYS_TRAIN.get(intent, [])
+    held = split_items([t for t in USER_TEMPLATES[intent] if t not in pinned], intent, split)
+    return held + pinned if split == "train" else held
 
 
 def all_template_groups() -> list[str]:
@@ -257,7 +261,7 @@ TRAIN_INTENT_WEIGHTS = {
     **INTENT_WEIGHTS,
     "bad_order_id": 7,
     "greeting": 6,
-    "out_of_scope": 11,
+    "out_of_scope": 14,
     "unknown_product": 20,
 }
 HISTORY_FRACTION = 0.25
@@ -360,11 +364,13 @@ class _Generator:
         return noisy(template, rng, slot, light=True), template
 
     def _product_mention(self, name: str) -> str:
+        """The product as the caller names it (sometimes plural): what check_stock is called with, as
+        the store's search finds a product from any such mention."""
         rng = self.rng
         if not name.endswith(_NO_PLURAL_ENDINGS) and name not in _MASS_NOUNS and rng.random() < 0.25:
-            if name.endswith(("sh", "ch", "x")):
-                return name + "es"
-            return name + "s"
+            plural = name + ("es" if name.endswith(("sh", "ch", "x")) else "s")
+            if self.store.find_product(plural) == self.store.find_product(name):
+                return plural
         return name
 
     # -- pieces ----------------------------------------------------------------------------
@@ -420,21 +426,23 @@ class _Generator:
         else:
             intent = "stock"
             name = rng.choice(self.products)
-            text, template = self._stock_text(name)
+            text, template, _ = self._stock_text(name)
             answer, _ = stock_answer(self.store.check_stock(name))
         return (
             [{"role": "user", "content": text}, {"role": "assistant", "content": answer}],
             {"history_intent": intent, "history_template": template},
         )
 
-    def _stock_text(self, name: str) -> tuple[str, str]:
+    def _stock_text(self, name: str) -> tuple[str, str, str]:
+        """(text, template, the product as said in it)."""
         for _ in range(20):
             template = self._template("stock")
-            text = noisy(template, self.rng, {"product": self._product_mention(name)})
+            mention = self._product_mention(name)
+            text = noisy(template, self.rng, {"product": mention})
             if _n_words(text) <= MAX_USER_WORDS:
-                return text, template
+                return text, template, mention
         template = self.templates["stock"][0]
-        return noisy(template, self.rng, {"product": name}, light=True), template
+        return noisy(template, self.rng, {"product": name}, light=True), template, name
 
     def _two_calls(
         self,
@@ -542,12 +550,12 @@ class _Generator:
                 meta["made_up_product"] = True
             else:
                 name = rng.choice(self.missing)
-            user, template = self._stock_text(name)
-            result = self._copy_practice(self.store.check_stock(name), meta)
+            user, template, said = self._stock_text(name)
+            result = self._copy_practice(self.store.check_stock(said), meta)
             answer, facts = stock_answer(result)
             meta.update(template=template, template_group="stock", product=name)
             return self._two_calls(
-                prefix, user, "check_stock", {"product": name}, result, answer, facts, intent, meta
+                prefix, user, "check_stock", {"product": said}, result, answer, facts, intent, meta
             )
 
         if intent == "ask_order_id":

@@ -25,6 +25,7 @@ RECIPE = Path(__file__).with_name("recipe.toml")
 # What a stage may set (everything else in TrainConfig comes from [data] and [backbone]).
 STAGE_KEYS = {
     "block_size", "steps", "batch_size", "lr", "warmup", "seed", "complementary", "min_t", "save_every",
+    "compile",
 }  # fmt: skip
 DATA_KEYS = {"examples", "tokenizer_examples"}
 BACKBONE_KEYS = {"hidden_size", "num_layers", "num_heads", "intermediate_size", "vocab_size"}

@@ -63,6 +63,7 @@ class TrainConfig:
     tokenizer_examples: int = 20000
     save_every: int = 200
     bf16: bool = True
+    compile: bool = False  # torch.compile the loss: ~1.3x the steps/s here, after a minute compiling
     device: str = "cpu"
 
 
@@ -102,25 +103,40 @@ class Batches:
         self.eos = cfg.eos_token_ids[0]
 
     def make(self, idx: list[int], gen: torch.Generator) -> dict:
+        """The examples ``idx`` packed into as few rows as the longest of them allows (first fit,
+        longest first: padded to the longest, half of a batch was padding). Examples in one row see
+        the shared prompt and themselves only; ``src`` indexes the flattened rows, and ``segments``
+        says where each example went: (row, offset, number of labels), labels in example order."""
         rows = [self._row(*self.pairs[i], gen) for i in idx]
-        n = max(len(r["ids"]) for r in rows)
-        b = len(rows)
-        s = self.shared
+        n, s = max(len(r["ids"]) for r in rows), self.shared
+        bins: list[list[int]] = []  # example indices per packed row
+        free: list[int] = []
+        for j in sorted(range(len(rows)), key=lambda j: -len(rows[j]["ids"])):
+            k = next((k for k, f in enumerate(free) if f >= len(rows[j]["ids"])), len(bins))
+            if k == len(bins):
+                bins.append([])
+                free.append(n)
+            bins[k].append(j)
+            free[k] -= len(rows[j]["ids"])
+        b = len(bins)
         ids = torch.full((b, n), self.cfg.pad_token_id)
         pos = torch.zeros((b, n), dtype=torch.long)
         mask = torch.zeros((b, 1, n, s + n), dtype=torch.bool)
-        mask[:, 0, torch.arange(n), s + torch.arange(n)] = True  # padding rows see themselves
-        src = torch.zeros((b, n), dtype=torch.long)  # output row that predicts each label
-        labels = torch.full((b, n), -100)
-        for i, r in enumerate(rows):
-            m = len(r["ids"])
-            ids[i, :m], pos[i, :m] = r["ids"], r["pos"]
-            mask[i, 0, :m, :s] = True
-            mask[i, 0, :m, s : s + m] = r["mask"]
-            k = len(r["labels"])
-            src[i, :k], labels[i, :k] = r["src"], r["labels"]
+        mask[:, 0, torch.arange(n), s + torch.arange(n)] = True  # padding sees itself
+        segments = [(0, 0, 0)] * len(rows)
+        for i, members in enumerate(bins):
+            at = 0
+            for j in members:
+                r, m = rows[j], len(rows[j]["ids"])
+                ids[i, at : at + m], pos[i, at : at + m] = r["ids"], r["pos"]
+                mask[i, 0, at : at + m, :s] = True
+                mask[i, 0, at : at + m, s + at : s + at + m] = r["mask"]
+                segments[j] = (i, at, len(r["labels"]))
+                at += m
+        src = torch.cat([segments[j][0] * n + segments[j][1] + r["src"] for j, r in enumerate(rows)])
+        labels = torch.cat([r["labels"] for r in rows])
         return {"prefix": torch.tensor([self.pairs[0][0][:s]]), "ids": ids, "pos": pos, "mask": mask,
-                "src": src, "labels": labels}  # fmt: skip
+                "src": src, "labels": labels, "segments": segments}  # fmt: skip
 
     def _row(self, prompt: list[int], answer: list[int], gen: torch.Generator) -> dict:
         s, p = self.shared, len(prompt)
@@ -165,7 +181,7 @@ class Batches:
 
 
 def batch_logits(model: Transformer, batch: dict) -> torch.Tensor:
-    """Logits [B, labels, V] at the labelled positions; the shared system prompt runs once per batch."""
+    """Logits [labels, V] at the labelled positions; the shared system prompt runs once per batch."""
     prefix = batch["prefix"]
     s = prefix.shape[1]
     causal = torch.ones(s, s, dtype=torch.bool).tril()[None, None]
@@ -173,13 +189,12 @@ def batch_logits(model: Transformer, batch: dict) -> torch.Tensor:
     b = batch["ids"].shape[0]
     past = [(k.expand(b, -1, -1, -1), v.expand(b, -1, -1, -1)) for k, v in kv]
     hidden, _ = model(batch["ids"], batch["pos"], batch["mask"], past)
-    picked = hidden.gather(1, batch["src"][..., None].expand(-1, -1, hidden.shape[-1]))
-    return model.logits(picked)
+    return model.logits(hidden.flatten(0, 1)[batch["src"]])
 
 
 def batch_loss(model: Transformer, batch: dict) -> torch.Tensor:
     logits = batch_logits(model, batch)
-    return F.cross_entropy(logits.flatten(0, 1), batch["labels"].flatten(), ignore_index=-100)
+    return F.cross_entropy(logits, batch["labels"])
 
 
 def new_model_config(tc: TrainConfig, tok: Tokenizer) -> ModelConfig:
@@ -235,6 +250,7 @@ def train(tc: TrainConfig) -> dict:
         step, seconds = state["step"], state.get("seconds", 0.0)
     gen = torch.Generator().manual_seed(tc.seed + step)
     order = random.Random(tc.seed)
+    loss_of = torch.compile(batch_loss, dynamic=True) if tc.compile else batch_loss
     log = (tc.out / "train_log.jsonl").open("a")  # noqa: SIM115 (closed below)
     started = time.monotonic()
     bar = tqdm(total=tc.steps, initial=step, desc=f"train block={tc.block_size}", unit="step")
@@ -243,9 +259,9 @@ def train(tc: TrainConfig) -> dict:
         for group in opt.param_groups:
             group["lr"] = lr
         idx = [order.randrange(len(pairs)) for _ in range(tc.batch_size)]
-        batch = {k: v.to(tc.device) for k, v in batches.make(idx, gen).items()}
+        batch = {k: v.to(tc.device) for k, v in batches.make(idx, gen).items() if k != "segments"}
         with torch.autocast(torch.device(tc.device).type, dtype=torch.bfloat16, enabled=tc.bf16):
-            loss = batch_loss(model, batch)
+            loss = loss_of(model, batch)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -292,6 +308,7 @@ def main(argv: list[str] | None = None) -> None:
         p.add_argument(f"--{name.replace('_', '-')}", type=int, default=getattr(TrainConfig, name))
     p.add_argument("--lr", type=float, default=TrainConfig.lr)
     p.add_argument("--fp32", action="store_true", help="no bf16 autocast")
+    p.add_argument("--compile", action="store_true", help="torch.compile the loss (long runs)")
     p.add_argument(
         "--complementary", action="store_true", help="diffusion: train on both a mask and its complement"
     )
@@ -313,7 +330,7 @@ def main(argv: list[str] | None = None) -> None:
     tc = TrainConfig(
         out=a.out, block_size=a.block_size, init=a.init, steps=a.steps, batch_size=a.batch_size,
         examples=a.examples, seed=a.seed, save_every=a.save_every, lr=a.lr, bf16=not a.fp32,
-        complementary=a.complementary, device=a.device,
+        complementary=a.complementary, compile=a.compile, device=a.device,
     )  # fmt: skip
     run = train(tc)
     info = {
