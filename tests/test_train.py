@@ -16,7 +16,7 @@ from llm.engine.params import GenerationParams
 from llm.engine.tokenizer import Tokenizer
 from llm.support.models import BUNDLED
 from llm.support.recipe import install, load_recipe, run_recipe
-from llm.support.train import Batches, TrainConfig, batch_logits, batch_loss, render, train
+from llm.support.train import Batches, TrainConfig, batch_logits, batch_loss, first_fit, render, train
 
 TINY = dict(hidden_size=64, num_layers=2, num_heads=4, intermediate_size=128, batch_size=8, examples=400,
             tokenizer_examples=400, save_every=1000, warmup=5, lr=3e-3)  # fmt: skip
@@ -190,6 +190,38 @@ def test_resume_continues_from_the_saved_step(tmp_path):
     assert steps == [1, 2, 3, 4, 5, 6]
 
 
+def test_a_run_cut_short_and_resumed_trains_what_an_uninterrupted_run_trains(tmp_path, monkeypatch):
+    """Resumed from its last checkpoint, a stage draws the same batches and masks an uninterrupted run
+    would, and logs each step once."""
+    import llm.support.train as training
+
+    def run(out, crash_after=None):
+        saves = []
+        real_save = training.save_checkpoint
+
+        def save(model, path):  # the fault: the process dies right after a checkpoint
+            real_save(model, path)
+            saves.append(path)
+            if len(saves) == crash_after:
+                raise KeyboardInterrupt
+
+        monkeypatch.setattr(training, "save_checkpoint", save)
+        cfg = TrainConfig(out=out, block_size=8, steps=6, complementary=True, **(TINY | {"save_every": 2}))
+        try:
+            train(cfg)
+        except KeyboardInterrupt:
+            monkeypatch.setattr(training, "save_checkpoint", real_save)
+            train(cfg)
+
+    run(tmp_path / "straight")
+    run(tmp_path / "resumed", crash_after=2)
+    logs = [(tmp_path / d / "train_log.jsonl").read_text() for d in ("straight", "resumed")]
+    assert [json.loads(line)["step"] for line in logs[1].splitlines()] == [1, 2, 3, 4, 5, 6]
+    assert logs[0] == logs[1]
+    a, b = (load_file(str(tmp_path / d / "model.safetensors")) for d in ("straight", "resumed"))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
 @pytest.mark.parametrize(("block", "complementary"), [(1, False), (8, False), (8, True)])
 def test_training_layout_equals_inference_logits(diffusion_dir, block, complementary):
     """Logits the trainer computes for masked answer tokens equal the engine's, block by block."""
@@ -248,6 +280,35 @@ def test_training_layout_equals_inference_logits(diffusion_dir, block, complemen
                 assert sorted(labels.tolist()) == sorted(clean)
         assert first == len(batch["labels"])
         assert len(batch["ids"]) < len(pairs)  # packed: several examples share a row
+
+
+@pytest.mark.parametrize("block", [1, 8])
+def test_packing_examples_into_rows_changes_no_loss(diffusion_dir, block):
+    """Examples packed several to a row (first fit) give the loss and gradients they give one a row."""
+    from llm.support.dataset import make_examples
+
+    ckpt = load_checkpoint(diffusion_dir, device="cpu")
+    model, tok = ckpt.model, ckpt.tokenizer
+    pairs = [render(tok, e.messages, e.target) for e in make_examples(24, seed=5)]
+    batches = Batches(pairs, ckpt.config, block, min_t=0.2, complementary=block > 1)
+    results = []
+    for packed in (False, True):
+        batch = batches.make(list(range(24)), torch.Generator().manual_seed(0), packed=packed)
+        rows = len(batch.pop("segments")) and batch["ids"].shape[0]
+        model.zero_grad()
+        loss = batch_loss(model, batch)
+        loss.backward()
+        results.append((rows, loss.detach(), [p.grad.clone() for p in model.parameters()]))
+    (rows_one, loss_one, grads_one), (rows_packed, loss_packed, grads_packed) = results
+    assert rows_one == 24 and rows_packed < 24
+    assert torch.allclose(loss_one, loss_packed, atol=1e-5)
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(grads_one, grads_packed, strict=True))
+
+
+def test_first_fit_fills_rows_longest_first():
+    assert first_fit([5, 3, 4, 2, 6], 6) == [[4], [0], [2, 3], [1]]
+    bins = first_fit([7, 1, 2, 3, 4, 5, 6, 7], 7)
+    assert sorted(j for b in bins for j in b) == list(range(8)) and len(bins) == 5
 
 
 def test_the_compiled_loss_equals_the_eager_one(diffusion_dir):

@@ -240,15 +240,16 @@ def sweep(model_dir, ar_dir, n: int, out: Path, default_only: bool = False) -> d
     results, targets = [], []  # targets: the default setting and the AR twin, read with intervals
     failures: list[dict] = []  # of the default setting and the AR twin, to see what goes wrong
     print(HEADER)
+    kind = "diffusion" if engine.config.block_size > 1 else "autoregressive"  # --model may be an AR model
     for name, params in tqdm(settings, desc="settings", leave=False):
         row = score(
-            engine, examples, params, f"diffusion {name}", failures=failures if params is default else None
+            engine, examples, params, f"{kind} {name}", failures=failures if params is default else None
         )
         results.append(row)
         tqdm.write(row.row())
         if params is default:
             targets.append(row)
-    results.append(score(engine, unseen_products, default, "diffusion 0.9, unseen products"))
+    results.append(score(engine, unseen_products, default, f"{kind} 0.9, unseen products"))
     print(results[-1].row())
     if ar_dir is not None:
         ar = Engine(ar_dir)

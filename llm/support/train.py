@@ -90,8 +90,22 @@ def common_prefix(seqs: list[list[int]]) -> int:
     return min(common_prefix_len(tuple(seqs[0]), s) for s in seqs)
 
 
+def first_fit(lengths: list[int], capacity: int) -> list[list[int]]:
+    """Indices grouped into bins whose lengths sum to at most ``capacity``: first fit, longest first."""
+    bins: list[list[int]] = []
+    free: list[int] = []
+    for j in sorted(range(len(lengths)), key=lambda j: -lengths[j]):
+        k = next((k for k, f in enumerate(free) if f >= lengths[j]), len(bins))
+        if k == len(bins):
+            bins.append([])
+            free.append(capacity)
+        bins[k].append(j)
+        free[k] -= lengths[j]
+    return bins
+
+
 class Batches:
-    """Encoded examples -> padded tensors for one stage (AR or block diffusion)."""
+    """Encoded examples -> packed tensors for one stage (AR or block diffusion)."""
 
     def __init__(self, pairs: list[tuple[list[int], list[int]]], cfg: ModelConfig, block: int, min_t: float,
                  complementary: bool = False):  # fmt: skip
@@ -102,22 +116,15 @@ class Batches:
         self.shared = common_prefix([p for p, _ in pairs]) - 1  # keep >= 1 own prompt token each
         self.eos = cfg.eos_token_ids[0]
 
-    def make(self, idx: list[int], gen: torch.Generator) -> dict:
-        """The examples ``idx`` packed into as few rows as the longest of them allows (first fit,
-        longest first: padded to the longest, half of a batch was padding). Examples in one row see
+    def make(self, idx: list[int], gen: torch.Generator, packed: bool = True) -> dict:
+        """The examples ``idx`` packed into as few rows as the longest of them allows (``packed=False``:
+        one a row, padded to the longest, which left half of a batch padding). Examples in one row see
         the shared prompt and themselves only; ``src`` indexes the flattened rows, and ``segments``
         says where each example went: (row, offset, number of labels), labels in example order."""
         rows = [self._row(*self.pairs[i], gen) for i in idx]
-        n, s = max(len(r["ids"]) for r in rows), self.shared
-        bins: list[list[int]] = []  # example indices per packed row
-        free: list[int] = []
-        for j in sorted(range(len(rows)), key=lambda j: -len(rows[j]["ids"])):
-            k = next((k for k, f in enumerate(free) if f >= len(rows[j]["ids"])), len(bins))
-            if k == len(bins):
-                bins.append([])
-                free.append(n)
-            bins[k].append(j)
-            free[k] -= len(rows[j]["ids"])
+        lengths = [len(r["ids"]) for r in rows]
+        n, s = max(lengths), self.shared
+        bins = first_fit(lengths, n) if packed else [[j] for j in range(len(rows))]
         b = len(bins)
         ids = torch.full((b, n), self.cfg.pad_token_id)
         pos = torch.zeros((b, n), dtype=torch.long)
@@ -243,15 +250,21 @@ def train(tc: TrainConfig) -> dict:
     opt = torch.optim.AdamW(model.parameters(), lr=tc.lr, weight_decay=tc.weight_decay, betas=(0.9, 0.95))
     state_file = tc.out / "train_state.pt"
     step, seconds = 0, 0.0
-    if state_file.exists():  # resume
+    gen = torch.Generator().manual_seed(tc.seed)  # the masks
+    order = random.Random(tc.seed)  # the batches
+    if state_file.exists():  # resume where the last checkpoint left off: same batches and masks next
         state = torch.load(state_file, weights_only=False, map_location=tc.device)
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
         step, seconds = state["step"], state.get("seconds", 0.0)
-    gen = torch.Generator().manual_seed(tc.seed + step)
-    order = random.Random(tc.seed)
+        gen.set_state(state["masks"])
+        order.setstate(state["batches"])
     loss_of = torch.compile(batch_loss, dynamic=True) if tc.compile else batch_loss
-    log = (tc.out / "train_log.jsonl").open("a")  # noqa: SIM115 (closed below)
+    log_file = tc.out / "train_log.jsonl"
+    if log_file.exists():  # steps logged after the checkpoint run again: keep them once
+        kept = [line for line in log_file.read_text().splitlines() if json.loads(line)["step"] <= step]
+        log_file.write_text("".join(line + "\n" for line in kept))
+    log = log_file.open("a")  # noqa: SIM115 (closed below)
     started = time.monotonic()
     bar = tqdm(total=tc.steps, initial=step, desc=f"train block={tc.block_size}", unit="step")
     while step < tc.steps:
@@ -271,16 +284,18 @@ def train(tc: TrainConfig) -> dict:
         bar.set_postfix(loss=f"{loss.item():.4f}")
         log.write(json.dumps({"step": step, "loss": round(loss.item(), 5), "lr": lr}) + "\n")
         if step % tc.save_every == 0 or step == tc.steps:
+            log.flush()  # every step up to the checkpoint is logged before it is saved
             done = seconds + time.monotonic() - started
             state = {
                 "model": model.state_dict(),
                 "optimizer": opt.state_dict(),
                 "step": step,
                 "seconds": done,
+                "masks": gen.get_state(),
+                "batches": order.getstate(),
             }
             torch.save(state, state_file)
             save_checkpoint(model, tc.out)
-            log.flush()
     bar.close()
     log.close()
     return {
