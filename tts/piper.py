@@ -6,6 +6,7 @@ one clause, not for the whole answer.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,14 +49,24 @@ class Synthesizer:
         volume: float = 1.0,
         use_cuda: bool = False,
     ):
+        import onnxruntime
         from piper import PiperVoice, SynthesisConfig
+        from piper.config import PiperConfig
 
         path = Path(voice) if voice else bundled_voice()
         config = Path(str(path) + ".json")
         if not path.is_file() or not config.is_file():
             raise VoiceError(f"no piper voice at {path} (needs the .onnx file and its .onnx.json beside it)")
         self.path = path
-        self.voice = PiperVoice.load(path, config_path=config, use_cuda=use_cuda)
+        options = onnxruntime.SessionOptions()
+        # onnxruntime keeps a memory plan for every input shape it has run, and every clause has its own
+        # length: ~90 MB more after a few hundred clauses, still creeping through long runs (issue 22).
+        options.enable_mem_pattern = False
+        gpu = [("CUDAExecutionProvider", {"cudnn_conv_algo_search": "HEURISTIC"})]  # as PiperVoice.load
+        session = onnxruntime.InferenceSession(
+            str(path), sess_options=options, providers=gpu if use_cuda else ["CPUExecutionProvider"]
+        )
+        self.voice = PiperVoice(session=session, config=PiperConfig.from_dict(json.loads(config.read_text())))
         self.sample_rate = self.voice.config.sample_rate
         self.config = SynthesisConfig(
             length_scale=length_scale, noise_scale=noise_scale, noise_w_scale=noise_w_scale, volume=volume
