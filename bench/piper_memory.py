@@ -3,7 +3,7 @@ process's resident memory as it synthesizes clauses of every length, each settin
 side by side in one run. The plans are kept per input shape, and a clause's length is its shape, so with
 them the memory grows with every new length; `tts.piper.Synthesizer` turns them off.
 
-    python bench/tts.py [--clauses 400] [--threads 1]
+    python bench/piper_memory.py [--clauses 400] [--threads 1]
 """
 
 from __future__ import annotations
