@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ctypes
 import itertools
 import json
 import os
@@ -60,6 +61,26 @@ def threads(pid: int | str = "self") -> int:
         if line.startswith("Threads:"):
             return int(line.split()[1])
     return 0
+
+
+class _MallInfo2(ctypes.Structure):
+    names = ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks")
+    _fields_ = [(name, ctypes.c_size_t) for name in (*names, "keepcost")]
+
+
+def heap_mib() -> dict:
+    """This process's malloc heap as glibc sees it (every arena): `in_use` (allocated and not freed,
+    native libraries' caches included) and `free` (freed but kept, counted in the resident memory until
+    trimmed). RSS growing with `in_use` flat is memory malloc keeps, not memory anyone holds."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallinfo2.restype = _MallInfo2
+        info = libc.mallinfo2()
+    except (OSError, AttributeError):  # not glibc >= 2.33
+        return {}
+    mib = 1024 * 1024
+    return {"heap_in_use_mib": round((info.uordblks + info.hblkhd) / mib, 1),
+            "heap_free_mib": round(info.fordblks / mib, 1)}  # fmt: skip
 
 
 def fds(pid: int | str = "self") -> int:
@@ -133,7 +154,7 @@ async def soak(stages: Stages, server_pid: int, url: str, callers: int, seconds:
         t0 = time.monotonic()
         while True:
             memory.append({"s": round(time.monotonic() - t0), "voice_mib": round(rss_mib(), 1),
-                           "server_mib": round(rss_mib(server_pid), 1)})  # fmt: skip
+                           "server_mib": round(rss_mib(server_pid), 1), **heap_mib()})  # fmt: skip
             await asyncio.sleep(SAMPLE_S)
 
     await stages.warm_up()
@@ -142,7 +163,7 @@ async def soak(stages: Stages, server_pid: int, url: str, callers: int, seconds:
     await asyncio.gather(*(caller(k) for k in range(callers)))
     sampling.cancel()
     memory.append({"s": round(time.monotonic() - began), "voice_mib": round(rss_mib(), 1),
-                   "server_mib": round(rss_mib(server_pid), 1)})  # fmt: skip
+                   "server_mib": round(rss_mib(server_pid), 1), **heap_mib()})  # fmt: skip
     health = httpx.get(url.removesuffix("/v1") + "/health", timeout=10).json()
     records = log.written
     recorded = {(r.call, r.turn) for r in records}
@@ -168,6 +189,9 @@ async def soak(stages: Stages, server_pid: int, url: str, callers: int, seconds:
         "memory": memory,
         "voice_leak": leak_check(memory, "voice_mib", warmup_s),
         "server_leak": leak_check(memory, "server_mib", warmup_s),
+        "voice_heap": leak_check(memory, "heap_in_use_mib", warmup_s)
+        if "heap_in_use_mib" in memory[0]
+        else None,
         "start": start,
         "end": end,
         "per_minute": minutes,
@@ -186,6 +210,11 @@ def print_report(r: dict) -> None:
         verdict = "ok" if leak["ok"] else "GROWN"
         print(f"{who} leak check: first third {leak['first_third_mib']} MiB, last third "
               f"{leak['last_third_mib']} MiB, growth {100 * leak['growth']:+.1f}% ({verdict})")  # fmt: skip
+    if heap := r.get("voice_heap"):
+        kept = r["memory"][-1]["heap_free_mib"]
+        print(f"voice malloc heap in use: first third {heap['first_third_mib']} MiB, last third "
+              f"{heap['last_third_mib']} MiB, growth {100 * heap['growth']:+.1f}% (freed, kept: "
+              f"{kept} MiB)")  # fmt: skip
     print(f"fds {r['start']['fds']} -> {r['end']['fds']} (server {r['start']['server_fds']} -> "
           f"{r['end']['server_fds']}), threads {r['start']['threads']} -> {r['end']['threads']} (server "
           f"{r['start']['server_threads']} -> {r['end']['server_threads']})")  # fmt: skip
