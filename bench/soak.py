@@ -41,11 +41,12 @@ from voice.stages import Stages
 from voice.timeline import Timeline
 
 SAMPLE_S = 30.0
-# The voice process's resident memory rises fast for the first minutes of a 16-caller soak, then creeps
-# (2026-12-01, 2 cores: +500 MiB in 90 s, +50 MiB more by 5 min, +4-5% from minute 10 to 20 in two runs).
-# Python's own heap does not grow meanwhile (tracemalloc); the rise is native: piper's onnxruntime
-# buffers growing to the longest clause yet synthesized, and freed memory that malloc keeps. The check
-# leaves the fast rise out; the creep it still sees (a 20-minute run: +6.0%) is not yet explained.
+# The voice process's resident memory rises fast for the first minutes of a 16-caller soak, while the
+# malloc heap fills to what the busiest moments need (2026-12-02, 2 cores: 364 -> 720 MiB in 3 min,
+# 790 by 6 min, then flat: +0.8% from minute 5 to 10). What is allocated swings by 150 MiB with the
+# turns in flight. Of the creep seen before (+7%, 59 MiB, from minute 5 to 20), about half was the run
+# log keeping every turn record for its summary (8.5 KiB each: 30 MiB in 20 minutes), which the soak's log
+# no longer does; the rest, the heap still filling at minute 5 and 6.
 WARMUP_S = 300.0
 
 
@@ -69,9 +70,10 @@ class _MallInfo2(ctypes.Structure):
 
 
 def heap_mib() -> dict:
-    """This process's malloc heap as glibc sees it (every arena): `in_use` (allocated and not freed,
-    native libraries' caches included) and `free` (freed but kept, counted in the resident memory until
-    trimmed). RSS growing with `in_use` flat is memory malloc keeps, not memory anyone holds."""
+    """This process's malloc heap as glibc sees it (every arena): `heap_mib`, all it has taken from the
+    system (in use + freed but kept, the part of the resident memory malloc owns), and `heap_in_use_mib`,
+    what is allocated now (native libraries' buffers included), which rises and falls with the turns in
+    flight: a leak shows in the first; the second tells memory held from memory malloc keeps."""
     try:
         libc = ctypes.CDLL("libc.so.6")
         libc.mallinfo2.restype = _MallInfo2
@@ -79,8 +81,18 @@ def heap_mib() -> dict:
     except (OSError, AttributeError):  # not glibc >= 2.33
         return {}
     mib = 1024 * 1024
-    return {"heap_in_use_mib": round((info.uordblks + info.hblkhd) / mib, 1),
-            "heap_free_mib": round(info.fordblks / mib, 1)}  # fmt: skip
+    in_use = info.uordblks + info.hblkhd
+    return {"heap_mib": round((in_use + info.fordblks) / mib, 1), "heap_in_use_mib": round(in_use / mib, 1)}
+
+
+def deep_size(obj) -> int:
+    """Bytes of a JSON-like object and everything in it (strings shared between records counted each
+    time: an upper bound)."""
+    if isinstance(obj, dict):
+        return sys.getsizeof(obj) + sum(deep_size(k) + deep_size(v) for k, v in obj.items())
+    if isinstance(obj, list | tuple):
+        return sys.getsizeof(obj) + sum(deep_size(v) for v in obj)
+    return sys.getsizeof(obj)
 
 
 def fds(pid: int | str = "self") -> int:
@@ -117,7 +129,9 @@ class SoakLog(RunLog):
         timeline.observers.append(lambda e: e.turn >= 0 and self.started.add((timeline.call, e.turn)))
 
     def write_turn(self, record: dict) -> None:
-        super().write_turn(record)
+        """To turns.jsonl, and kept only as a `Written`: the base log also keeps every record, for the
+        summary at the end of a replay, memory that would grow for as long as the soak runs."""
+        self._write(self.turns, record)
         self.written.append(Written(time.monotonic(), record["call"], record["turn"], record["status"],
                                     record.get("first_useful_audio_ms")))  # fmt: skip
 
@@ -178,6 +192,7 @@ async def soak(stages: Stages, server_pid: int, url: str, callers: int, seconds:
                         "p50": percentile(values, 50) if values else None,
                         "p95": percentile(values, 95) if values else None})  # fmt: skip
     log.close({"soak": True})
+    kept = [json.loads(line) for line in (out / "turns.jsonl").read_text().splitlines()]
     end = handles(server_pid)
     return {
         "callers": callers,
@@ -189,12 +204,11 @@ async def soak(stages: Stages, server_pid: int, url: str, callers: int, seconds:
         "memory": memory,
         "voice_leak": leak_check(memory, "voice_mib", warmup_s),
         "server_leak": leak_check(memory, "server_mib", warmup_s),
-        "voice_heap": leak_check(memory, "heap_in_use_mib", warmup_s)
-        if "heap_in_use_mib" in memory[0]
-        else None,
+        "voice_heap": leak_check(memory, "heap_mib", warmup_s) if "heap_mib" in memory[0] else None,
         "start": start,
         "end": end,
         "per_minute": minutes,
+        "records_mib": round(deep_size(kept) / 2**20, 1),  # what a RunLog keeping them would hold
     }
 
 
@@ -211,10 +225,14 @@ def print_report(r: dict) -> None:
         print(f"{who} leak check: first third {leak['first_third_mib']} MiB, last third "
               f"{leak['last_third_mib']} MiB, growth {100 * leak['growth']:+.1f}% ({verdict})")  # fmt: skip
     if heap := r.get("voice_heap"):
-        kept = r["memory"][-1]["heap_free_mib"]
-        print(f"voice malloc heap in use: first third {heap['first_third_mib']} MiB, last third "
-              f"{heap['last_third_mib']} MiB, growth {100 * heap['growth']:+.1f}% (freed, kept: "
-              f"{kept} MiB)")  # fmt: skip
+        in_use = [m["heap_in_use_mib"] for m in r["memory"][1:]]
+        print(f"voice malloc heap: first third {heap['first_third_mib']} MiB, last third "
+              f"{heap['last_third_mib']} MiB, growth {100 * heap['growth']:+.1f}% (in use "
+              f"{min(in_use, default=0):.0f}-{max(in_use, default=0):.0f} MiB)")  # fmt: skip
+    print(
+        f"turn records: {r['records_mib']} MiB as Python objects (a replay's log keeps them for its "
+        "summary; the soak's does not, so that its memory is the pipeline's)"
+    )
     print(f"fds {r['start']['fds']} -> {r['end']['fds']} (server {r['start']['server_fds']} -> "
           f"{r['end']['server_fds']}), threads {r['start']['threads']} -> {r['end']['threads']} (server "
           f"{r['start']['server_threads']} -> {r['end']['server_threads']})")  # fmt: skip
