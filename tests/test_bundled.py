@@ -12,7 +12,7 @@ from llm.engine.async_engine import AsyncEngine
 from llm.engine.engine import Engine
 from llm.serving.engine_chat import EngineChat
 from llm.support.models import BUNDLED
-from llm.support.policy import DIRECT_ANSWERS, order_answer
+from llm.support.policy import DIRECT_ANSWERS, order_answer, stock_answer
 from llm.support.splits import in_heldout_id
 from llm.support.spoken import digits
 from llm.support.store import Store
@@ -97,3 +97,41 @@ def test_a_name_never_seen_in_training_is_copied_into_check_stock(agent, name):
         ("check_stock", {"product": name})
     ]
     assert not result.tool_calls[0].result["found"] and "couldn't find" in result.answer
+
+
+# Asked as a new user would ask (issue 20): catalogue names, phrasings of our own, every stock state.
+DAY_ONE_STOCK = [
+    ("can i still buy a foam roller", "foam roller"),  # in stock
+    ("how many yoga mats have you got", "yoga mat"),  # in stock, the count asked
+    ("do you have toasters", "toaster"),  # out of stock, asked in the plural
+    ("is the air fryer in stock", "air fryer"),  # out of stock
+    ("are the dumbbells available", "dumbbells"),  # out of stock
+    ("do you sell hammocks", None),  # not carried
+]
+
+
+@pytest.mark.parametrize("said, product", DAY_ONE_STOCK)
+def test_stock_questions_as_a_new_user_asks_them(agent, said, product):
+    result = ask(agent, said)
+    assert [c.name for c in result.tool_calls] == ["check_stock"], (result.tool_calls, result.answer)
+    got = result.tool_calls[0].result
+    if product is None:
+        assert not got["found"] and "couldn't find" in result.answer, (got, result.answer)
+        return
+    assert got.get("product") == product, got  # the store's search found it
+    _, facts = stock_answer(got)
+    assert all(f.lower() in result.answer.lower() for f in facts), (result.answer, facts)
+
+
+@pytest.mark.parametrize("said", ["Hello world.", "hi there", "good morning"])
+def test_a_bare_greeting_is_greeted(agent, said):
+    result = ask(agent, said)
+    assert not result.tool_calls and "thanks for calling" in result.answer.lower(), result.answer
+
+
+@pytest.mark.parametrize(
+    "said", ["Go forward ten meters.", "Is the garage door open?", "what's the weather tomorrow"]
+)
+def test_out_of_scope_is_refused_without_a_tool(agent, said):
+    result = ask(agent, said)
+    assert not result.tool_calls and "can't help" in result.answer, (result.tool_calls, result.answer)

@@ -26,6 +26,8 @@ from llm.support.phrasing import (
     DIRECT,
     ID_REPLY_LEADS,
     LEAD_THEN_ID,
+    OPENERS,
+    OUT_OF_SCOPE_LEADS,
     SLOT_WORDS,
     blended_word,
     compose,
@@ -396,6 +398,26 @@ def test_train_refuses_commands_with_amounts_without_a_tool(train):
     amounts = set(SLOT_WORDS["distance"] + SLOT_WORDS["temperature"] + SLOT_WORDS["duration"])
     said = [e for e in scope if any(a in e.messages[-1]["content"] for a in amounts)]
     assert len(said) > 0.01 * len(scope)
+    assert not [e for e in scope if e.target.get("tool_calls")]
+
+
+def test_train_refuses_made_up_words_and_dates_in_frames_that_ask_for_no_product():
+    """A word the model never met is no reason for check_stock by itself: out-of-scope requests with a
+    made-up word ("what is tavemo", "tell me about shoalick") or a date ("am i free on june 3rd") are
+    refused with no tool call, and so are requests told after a story ("so yesterday ...")."""
+    rng = random.Random(7)
+    composed = [compose("out_of_scope", rng) for _ in range(4000)]
+    vocabulary = {w for t in DIRECT["out_of_scope"][0] for w in t.split()}
+    vocabulary |= {w for pool in SLOT_WORDS.values() for p in pool for w in p.split()}
+    vocabulary |= {
+        w for p in OPENERS + OUT_OF_SCOPE_LEADS + ["please", "thanks", "real", "quick"] for w in p.split()
+    }
+    made_up = [t for t in composed if set(t.split()) - vocabulary]
+    assert 0.1 * len(composed) < len(made_up) < 0.5 * len(composed), len(made_up)
+    assert any(t.startswith(tuple(OUT_OF_SCOPE_LEADS)) for t in composed)
+    assert any(d in t for t in composed for d in SLOT_WORDS["date"])
+    store = Store()
+    scope = [e for e in make_examples(N, seed=3, split="train", store=store) if e.intent == "out_of_scope"]
     assert not [e for e in scope if e.target.get("tool_calls")]
 
 

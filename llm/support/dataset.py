@@ -261,7 +261,7 @@ TRAIN_INTENT_WEIGHTS = {
     **INTENT_WEIGHTS,
     "bad_order_id": 7,
     "greeting": 6,
-    "out_of_scope": 20,
+    "out_of_scope": 24,
     "unknown_product": 20,
 }
 HISTORY_FRACTION = 0.25

@@ -96,9 +96,11 @@ def group(example: Example, store: Store) -> str | None:
 
 
 def group_lines(r: Scores) -> list[str]:
-    """Each group's rate with its interval, as eval-llm prints them."""
+    """Each group's rate with its interval, and all stock states together, as eval-llm prints them."""
     lines = []
-    for name, (right, n) in sorted(r.groups.items()):
+    stock = [v for k, v in r.groups.items() if k.startswith("stock: ")]
+    groups = {**r.groups, "stock: all": tuple(map(sum, zip(*stock, strict=True)))} if stock else r.groups
+    for name, (right, n) in sorted(groups.items()):
         lo, hi = interval(right / n, n)
         lines.append(f"{r.setting}, {name}: {100 * right / n:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}] of {n}")
     return lines

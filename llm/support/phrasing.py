@@ -28,6 +28,13 @@ AGENT_IMPERATIVES, SLOT_WORDS = _POOLS["agent_imperatives"], _POOLS["slot_words"
 EXTRA_MISSING_NOUNS, MODIFIERS = _POOLS["extra_missing_nouns"], _POOLS["modifiers"]
 SYLLABLES = _POOLS["syllables"]
 
+# Out-of-scope requests: the share whose noun slot (a topic, a place, a city, ...) is a word made up for
+# that request instead of a pool word, and the share told with a story before it ("so yesterday ...").
+MADE_UP_SLOTS = ("subject", "venue", "service", "food", "city", "country", "music")
+MADE_UP_NOUNS = 0.3
+OUT_OF_SCOPE_LEADS = _POOLS["out_of_scope_leads"]
+OUT_OF_SCOPE_LEAD = 0.2
+
 # Share of id replies with a lead where the number follows the lead directly ("found it 4217"): the
 # number must be copied whatever words come just before it.
 LEAD_THEN_ID = 0.4
@@ -75,11 +82,23 @@ def compose(group: str, rng: random.Random) -> str:
     if group == "greeting" and rng.random() < BARE_GREETINGS:
         return _join(rng.choice(DIRECT["greeting"][0]), _pick(rng, SLOT_WORDS["addressee"], ADDRESSED))
     text = _join(*(rng.choice(pool) for pool in DIRECT[group]))
+    scope = group == "out_of_scope"
     for slot, words in SLOT_WORDS.items():
-        text = text.replace("{" + slot + "}", rng.choice(words))
+        made_up = scope and slot in MADE_UP_SLOTS and rng.random() < MADE_UP_NOUNS
+        text = text.replace("{" + slot + "}", made_up_words(rng) if made_up else rng.choice(words))
+    while "{made_up}" in text:
+        text = text.replace("{made_up}", made_up_words(rng), 1)
+    if scope:
+        text = _join(_pick(rng, OUT_OF_SCOPE_LEADS, OUT_OF_SCOPE_LEAD), text)
     if group in ("hours", "shipping", "return_policy", "out_of_scope"):
         text = _join(_pick(rng, OPENERS, 0.3), text, _pick(rng, ["please", "thanks", "real quick"], 0.1))
     return text
+
+
+def made_up_words(rng: random.Random) -> str:
+    """One or two words made up for one out-of-scope request: a word the model has never met must not
+    by itself send it to check_stock; only a stock question's frame does."""
+    return " ".join(pseudo_word(rng) for _ in range(rng.choice((1, 1, 2))))
 
 
 def invented_name(rng: random.Random) -> str:
