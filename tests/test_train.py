@@ -231,7 +231,7 @@ def test_training_layout_equals_inference_logits(diffusion_dir, block, complemen
     model, tok, cfg = ckpt.model, ckpt.tokenizer, ckpt.config
     pairs = sorted(
         (render(tok, e.messages, e.target) for e in make_examples(48, seed=3)),
-        key=lambda p: len(p[0]) + 3 * len(p[1]),
+        key=lambda p: len(p[0]) + 3 * len(p[1]),  # a row holds the answer 3 times: clean, noisy, complement
     )
     pairs = pairs[:11] + pairs[-1:]  # the longest sets the row length; the shortest share rows
     batches = Batches(pairs, cfg, block, min_t=0.5, complementary=complementary)
