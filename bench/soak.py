@@ -114,6 +114,7 @@ class Written:
     turn: int
     status: str
     heard_ms: float | None  # first useful audio heard
+    error: str | None = None
 
 
 class SoakLog(RunLog):
@@ -133,7 +134,7 @@ class SoakLog(RunLog):
         summary at the end of a replay, memory that would grow for as long as the soak runs."""
         self._write(self.turns, record)
         self.written.append(Written(time.monotonic(), record["call"], record["turn"], record["status"],
-                                    record.get("first_useful_audio_ms")))  # fmt: skip
+                                    record.get("first_useful_audio_ms"), record.get("error")))  # fmt: skip
 
 
 def leak_check(memory: list[dict], key: str, warmup_s: float = 0.0) -> dict:
@@ -182,8 +183,11 @@ async def soak(stages: Stages, server_pid: int, url: str, callers: int, seconds:
     records = log.written
     recorded = {(r.call, r.turn) for r in records}
     by_status: dict[str, int] = {}
+    by_error: dict[str, int] = {}
     for r in records:
         by_status[r.status] = by_status.get(r.status, 0) + 1
+        if r.error:
+            by_error[r.error] = by_error.get(r.error, 0) + 1
     minutes = []
     for minute in range(int((time.monotonic() - began) // 60) + 1):
         heard = [r.heard_ms for r in records if int((r.at - began) // 60) == minute]
@@ -199,6 +203,7 @@ async def soak(stages: Stages, server_pid: int, url: str, callers: int, seconds:
         "seconds": round(time.monotonic() - began, 1),
         "turns": len(records),
         "by_status": by_status,
+        "by_error": dict(sorted(by_error.items(), key=lambda kv: -kv[1])),
         "lost": sorted(f"{c}/{t}" for c, t in log.started - recorded),
         "open_requests_at_end": health["running"] + health["waiting"],
         "memory": memory,
@@ -217,6 +222,8 @@ def print_report(r: dict) -> None:
           f"{os.cpu_count()} cores")  # fmt: skip
     print(f"turns {r['turns']}  by status {r['by_status']}  lost {len(r['lost'])}  "
           f"open requests at the end {r['open_requests_at_end']}")  # fmt: skip
+    for error, n in r["by_error"].items():
+        print(f"  {n:5d} x {error}")
     samples = [f"{m['s']}s: voice {m['voice_mib']:.0f} / server {m['server_mib']:.0f}" for m in r["memory"]]
     print("memory (MiB)  " + "  ".join(samples))
     for who in ("voice", "server"):

@@ -6,6 +6,10 @@ Timing: `first_token` is the first delta of any kind; the *answer* is the conten
 (the one that made no tool call), so `first_answer_token` (TTFAT) is its first content delta. Content
 streamed before a tool call is filler ("Let me look up that order."). Every LLM call is kept as an
 `LLMCall` with the endpoint's own timings, so a turn record can say how much of the wait was the model.
+
+A tool call whose arguments do not fit its schema (cut off, a key garbled) is a request the caller has to
+say again: when the agent has a phrase for that tool (`on_bad_arguments`), the caller hears it as the
+answer at once (`answered_by` "agent"), instead of a model asked again about what it got wrong.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from llm.arguments import arguments_problem
 from llm.chat import ChatBackend, Delta, ToolCall
 
 
@@ -89,6 +94,7 @@ class TurnResult:
     first_token_ns: int | None = None
     first_answer_token_ns: int | None = None
     done_ns: int = 0
+    answered_by: str = "llm"  # or "agent": its phrase for arguments that did not fit (on_bad_arguments)
 
     def ms(self, t: int | None) -> float | None:
         return None if t is None else (t - self.request_ns) / 1e6
@@ -102,6 +108,7 @@ class TurnResult:
             "first_token_ms": self.ms(self.first_token_ns),
             "first_answer_token_ms": self.ms(self.first_answer_token_ns),
             "done_ms": self.ms(self.done_ns),
+            "answered_by": self.answered_by,
             "llm_calls": [c.to_dict() for c in self.calls],
         }
 
@@ -116,7 +123,9 @@ def tool_record(call: ToolCall) -> dict:
 class Agent:
     """`words` rewrites what the caller said before the LLM sees it (this turn and earlier ones), e.g.
     into the form a model was trained on; `fillers` are the phrases the model says before a tool call,
-    which the voice pipeline must not mistake for an answer; `greeting` is what a live call opens with."""
+    which the voice pipeline must not mistake for an answer; `greeting` is what a live call opens with;
+    `on_bad_arguments` maps a tool to what the caller hears when the model's call of it has arguments that
+    do not fit its schema (a tool not in it: the model is told the error and asked again)."""
 
     def __init__(
         self,
@@ -128,12 +137,15 @@ class Agent:
         words: Callable[[str], str] | None = None,
         max_tool_rounds: int = 2,
         greeting: str | None = None,
+        on_bad_arguments: dict[str, str] | None = None,
     ):
         self.llm, self.tools, self.system_prompt = llm, tools, system_prompt
         self.greeting = greeting
         self.fillers = fillers
         self.words = words or (lambda text: text)
         self.max_tool_rounds = max_tool_rounds
+        self.on_bad_arguments = on_bad_arguments or {}
+        self.parameters = {s["function"]["name"]: s["function"].get("parameters", {}) for s in tools.schemas}
 
     async def turn(
         self,
@@ -176,8 +188,26 @@ class Agent:
                     {"role": "tool", "tool_call_id": tool_call.id, "content": json.dumps(tool_call.result)}
                 )
             result.tool_calls += calls
+            if phrase := self._repeat_request(calls):
+                self._say(result, phrase, round_ + 1, emit)
+                break
         result.done_ns = time.monotonic_ns()
         return result
+
+    def _repeat_request(self, calls: list[ToolCall]) -> str | None:
+        """The phrase for the first call whose arguments do not fit its tool, if the agent has one."""
+        for call in calls:
+            phrase = self.on_bad_arguments.get(call.name)
+            if phrase and arguments_problem(call.arguments, self.parameters.get(call.name, {})):
+                return phrase
+        return None
+
+    def _say(self, result: TurnResult, phrase: str, round_: int, emit) -> None:
+        """The agent's own answer, streamed as one content delta of a round no LLM call made."""
+        t = time.monotonic_ns()
+        result.answer, result.first_answer_token_ns, result.answered_by = phrase, t, "agent"
+        emit(AgentEvent("content", t, round_, phrase))
+        emit(AgentEvent("answer", t, round_, phrase))
 
     async def _ask(self, messages, call: LLMCall, result: TurnResult, emit) -> tuple[str, list[ToolCall]]:
         """One LLM call: stream its reply, noting when each kind of delta first arrived."""

@@ -24,7 +24,7 @@ from llm.chat import ToolCall
 from llm.serving.client import EndpointError, OpenAIChat, check_endpoint
 from llm.serving.process import free_port
 from llm.support.datafiles import load
-from llm.support.policy import FILLERS, SYSTEM_PROMPT
+from llm.support.policy import FILLERS, SYSTEM_PROMPT, TOOL_ERROR_ANSWERS
 from llm.support.spoken import caller_words
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,6 +106,7 @@ def test_the_bundled_agent_is_an_agent_file_of_the_store_policy():
     assert spec.caller_words is caller_words
     assert [t.schema for t in spec.tools] == load("tools.json")
     assert {t.name: t.kind for t in spec.tools} == {"lookup_order": "python", "check_stock": "python"}
+    assert spec.on_bad_arguments == {tool: text for tool, (text, _) in TOOL_ERROR_ANSWERS.items()}
 
 
 @pytest.mark.parametrize(
@@ -121,6 +122,8 @@ def test_the_bundled_agent_is_an_agent_file_of_the_store_policy():
         (("timeout_s = 2.0", "timeout_s = -1"), "tools.check_stock.timeout_s"),
         (('caller_words = "llm.support.spoken:caller_words"', 'caller_words = "llm.support.spoken:nope"'),
          "caller_words"),
+        (("fillers = [", 'on_bad_arguments = { shelf = "Which?" }\nfillers = ['), "on_bad_arguments"),
+        (("fillers = [", 'on_bad_arguments = { check_stock = 3 }\nfillers = ['), "on_bad_arguments"),
     ],
 )  # fmt: skip
 def test_a_bad_agent_file_is_one_line_naming_the_file_and_key(tmp_path, change, key):
@@ -378,7 +381,10 @@ def test_the_example_agent_file_in_the_docs_works():
     run = lambda name, args: asyncio.run(tools.run(ToolCall(name, json.dumps(args)), []))  # noqa: E731
     assert run("room_status", {"room": "blue"}) == {"free": True, "floor": 2}
     assert run("book_room", {"room": "red", "minutes": 30}) == {"booked": True, "room": "Red", "minutes": 30}
-    assert run("book_room", {"room": "red"})["error"].startswith("book_room failed: KeyError")
+    assert run("book_room", {"room": "red"}) == {"error": "missing argument 'minutes'"}  # before its code
+    assert run("book_room", {"room": "red", "minutes": "half an hour"}) == {
+        "error": "minutes must be of type integer"}  # fmt: skip
+    assert spec.on_bad_arguments["room_status"] == "Sorry, which room was it?"
 
 
 def test_the_bundled_agent_file_gives_the_records_of_the_agent_built_in_code(tmp_path):

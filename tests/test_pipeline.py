@@ -77,6 +77,7 @@ def assert_complete(turn: dict) -> None:
     cut = turn.get("barge_in_stop_ms") is not None  # the caller spoke over it: never heard to the end
     assert all(turn[m] is not None for m in METRICS.values() if not (cut and m == "complete_ms")), turn
     assert turn["transcript"] and turn["answer"] and turn["asr_compute_ms"] > 0
+    assert turn["answered_by"] == "llm"
     # the LLM's part of the wait, from our server's own timings
     assert turn["server_timings"] and turn["llm_calls"][-1]["answered"]
     assert 0 < turn["llm_ttfat_ms"] <= turn["ttfat_ms"] and 0 < turn["llm_share"] < 1
@@ -524,3 +525,22 @@ def test_a_barge_in_between_the_two_asr_passes_ends_the_turn(tmp_path, models, s
     assert [t["turn"] for t in turns] == [0, 1] and summary["turns"] == 2
     assert turns[0]["status"] == "no_answer" and "barged in" in turns[0]["error"]
     assert turns[1]["status"] == "ok" and "eight" in turns[1]["answer"]
+
+
+def test_a_tool_call_with_broken_arguments_is_heard_as_a_request_to_repeat(tmp_path, models, server):
+    """The model's lookup comes out cut off (injected: the bundled model does so only now and then):
+    the caller hears the agent ask for the number again, at once, and the record says who answered."""
+    from llm.support.policy import BAD_ARGUMENTS
+    from tests.faults import WrongArguments
+
+    path = speech_file(models, tmp_path / "q.wav", ["where is my order one zero two eight"])
+    transcriber, synthesizer = models
+    chat = WrongArguments(OpenAIChat(server), "lookup_order", '{"order_id": "10')
+    calls, out = find_calls([str(path)]), tmp_path / "run"
+    asyncio.run(run(calls, Stages(transcriber, store_agent(chat), synthesizer), Settings("fast"), out, 1, {}))
+    (turn,) = [json.loads(line) for line in (out / "turns.jsonl").read_text().splitlines()]
+    assert turn["status"] == "ok" and turn["answered_by"] == "agent", turn
+    assert turn["answer"] == BAD_ARGUMENTS["lookup_order"] and len(turn["llm_calls"]) == 1
+    assert turn["tool_calls"][0]["arguments"] == '{"order_id": "10' and turn["tool_calls"][0]["error"]
+    assert turn["first_useful_audio_ms"] >= turn["first_useful_token_ms"] > 0
+    assert turn["order_violations"] == []

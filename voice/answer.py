@@ -65,6 +65,7 @@ async def answer_turn(call: Call, log: TurnLog, transcription: Transcription, ga
         log.emit("llm_done", t_ns=clock.from_monotonic(result.done_ns))
         log.record.answer = result.answer
         log.record.tool_calls = result.to_dict()["tool_calls"]
+        log.record.info["answered_by"] = result.answered_by
         await gate.wait()  # a speculative answer joins the conversation only once the turn is over
         call.history += [{"role": "user", "content": transcript.text},
                          {"role": "assistant", "content": result.answer}]  # fmt: skip

@@ -11,6 +11,9 @@ greeting = "Hi, rooms desk."         # optional
 fillers = ["One moment."]            # phrases said before a tool call, not answers (or fillers_from)
 caller_words = "module:function"     # optional: rewrites the caller's words before the model sees them
 max_tool_rounds = 2
+on_bad_arguments = { find_room = "Sorry, which room was it?" }  # optional: what the caller hears when
+                                     # the model's call has arguments that do not fit the tool's schema
+                                     # (or on_bad_arguments_from; a tool not named: the model is told)
 tools_file = "tools.json"            # optional: OpenAI function schemas as a JSON list
 
 [decoding]                           # extra fields sent with every request (e.g. threshold = 0.9)
@@ -41,7 +44,8 @@ BUNDLED_AGENT = Path(__file__).resolve().parents[1] / "support" / "agent.toml"
 
 TOP_KEYS = {
     "name", "model", "system_prompt", "system_prompt_file", "system_prompt_from", "greeting", "fillers",
-    "fillers_from", "caller_words", "max_tool_rounds", "tools_file", "decoding", "tools",
+    "fillers_from", "caller_words", "max_tool_rounds", "on_bad_arguments", "on_bad_arguments_from",
+    "tools_file", "decoding", "tools",
 }  # fmt: skip
 TOOL_KEYS = {"description", "parameters", "timeout_s", "python", "sqlite", "query", "fixture"}
 BACKENDS = ("python", "sqlite", "fixture")
@@ -73,6 +77,7 @@ class AgentSpec:
     caller_words: Callable[[str], str] | None = None
     decoding: dict = field(default_factory=dict)
     max_tool_rounds: int = 2
+    on_bad_arguments: dict[str, str] = field(default_factory=dict)
 
     def agent(self, llm: ChatBackend) -> Agent:
         """The agent loop over ``llm`` with this file's prompt, tools, fillers and words."""
@@ -84,6 +89,7 @@ class AgentSpec:
             words=self.caller_words,
             max_tool_rounds=self.max_tool_rounds,
             greeting=self.greeting,
+            on_bad_arguments=self.on_bad_arguments,
         )
 
     def describe(self) -> dict:
@@ -172,6 +178,15 @@ def load_agent_file(path: str | Path = BUNDLED_AGENT) -> AgentSpec:
         raise fail("tools_file", f"tool {extra[0]!r} has no backend: add a [tools.{extra[0]}] table")
     tools = [_tool(name, table, schemas.get(name), base, fail) for name, table in tables.items()]
 
+    if "on_bad_arguments" in raw and "on_bad_arguments_from" in raw:
+        raise fail("on_bad_arguments", "give on_bad_arguments or on_bad_arguments_from, not both")
+    from_ = "on_bad_arguments_from" in raw
+    repeat = ref("on_bad_arguments_from") if from_ else raw.get("on_bad_arguments", {})
+    if not isinstance(repeat, dict) or not all(isinstance(p, str) and p.strip() for p in repeat.values()):
+        raise fail("on_bad_arguments", "must be a table of tool = phrase")
+    if unknown := sorted(set(repeat) - set(tables)):
+        raise fail("on_bad_arguments", f"{unknown[0]!r} is not one of the tools")
+
     return AgentSpec(
         path=path,
         name=text("name") or path.stem,
@@ -183,6 +198,7 @@ def load_agent_file(path: str | Path = BUNDLED_AGENT) -> AgentSpec:
         caller_words=words,
         decoding=decoding,
         max_tool_rounds=rounds,
+        on_bad_arguments=dict(repeat),
     )
 
 

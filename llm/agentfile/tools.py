@@ -1,13 +1,14 @@
 """An agent file's tools as the agent loop sees them (`llm.agent.Tools`): the schemas the model gets,
 and each call run by its backend in a worker thread, bounded by the tool's timeout. Whatever goes wrong
-(arguments that are not a JSON object, a backend that raises, times out or returns something JSON cannot
-carry) comes back to the model as ``{"error": ...}``, and the turn record shows it with the call's time."""
+(arguments that do not fit the tool's schema, a backend that raises, times out or returns something JSON
+cannot carry) comes back as ``{"error": ...}``, and the turn record shows it with the call's time."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 
+from llm.arguments import arguments_problem
 from llm.chat import ToolCall
 
 
@@ -20,12 +21,9 @@ class FileTools:
         tool = self.by_name.get(call.name)
         if tool is None:
             return {"error": f"unknown tool: {call.name}"}
-        try:
-            arguments = json.loads(call.arguments) if call.arguments.strip() else {}
-        except json.JSONDecodeError:
-            return {"error": "arguments are not valid JSON"}
-        if not isinstance(arguments, dict):
-            return {"error": "arguments must be a JSON object"}
+        if problem := arguments_problem(call.arguments, tool.schema["function"].get("parameters", {})):
+            return {"error": problem}
+        arguments = json.loads(call.arguments) if call.arguments.strip() else {}
         try:  # asyncio.timeout, not wait_for: on Python 3.11 that can lose the turn's cancel (a barge-in)
             async with asyncio.timeout(tool.timeout_s):
                 result = await asyncio.to_thread(tool.backend, arguments, messages)

@@ -34,6 +34,9 @@ SYSTEM_PROMPT = _fill(_POLICY["system_prompt"])
 FILLERS: dict[str, str] = dict(_POLICY["fillers"])  # tool name -> what is said while it runs
 DIRECT_ANSWERS = {intent: _answer(e) for intent, e in _POLICY["answers"].items()}
 TOOL_ERROR_ANSWERS = {tool: _answer(e) for tool, e in _POLICY["tool_errors"].items()}
+# What the agent says itself when the model's call has arguments that do not fit (the agent file's
+# on_bad_arguments): the answer the models learned for such an error.
+BAD_ARGUMENTS = {tool: text for tool, (text, _) in TOOL_ERROR_ANSWERS.items()}
 UNKNOWN_ORDER_ANSWER = _answer(_POLICY["unknown_order"])
 ORDER_ANSWERS = {
     intent: {status: _answer(e) for status, e in by_status.items()}
