@@ -33,5 +33,9 @@ def test_caller_words_are_what_the_models_were_trained_on():
         caller_words("Hello, can you check order 777-0? Please?") == "hello can you check order 7770 please"
     )
     assert caller_words("When does order 66.33 arrive?") == "when does order 6633 arrive"
+    # an order number Whisper split joined again; numbers that make no four digits left alone
+    assert caller_words("as my Order 663 3-ship yet.") == "as my order 6633 ship yet"
+    assert caller_words("order 4 2 1 7") == "order 4217" and caller_words("I want 2 mats") == "i want 2 mats"
+    assert caller_words("order 4 no sorry 4217") == "order 4 no sorry 4217"
     assert caller_words("I'd like to talk to a person.") == "i'd like to talk to a person"
     assert caller_words("Great,thanks!") == "great thanks"

@@ -12,6 +12,7 @@ model only has to copy: ``digits("4217") == "four two one seven"``,
 from __future__ import annotations
 
 import datetime as _dt
+import itertools
 import re
 
 ONES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
@@ -228,9 +229,22 @@ def _run_candidates(run: list[str]):
 def caller_words(text: str) -> str:
     """ASR output as the bundled models were trained to read it: lowercase, no punctuation but
     apostrophes. Whisper writes "Hello, can you check order 777-0?"; a dash or dot between digits goes
-    ("7770"), any other mark becomes a space."""
+    ("7770"), any other mark becomes a space; and runs of numbers that make four digits together, as
+    Whisper splits an order number ("663 3", "42 17"), are joined into one ("6633")."""
     text = re.sub(r"(?<=\d)[-.,](?=\d)", "", text.lower())
-    return " ".join(re.sub(r"[^\w\s']", " ", text).split())
+    words = re.sub(r"[^\w\s']", " ", text).split()
+    return " ".join(_join_split_numbers(words))
+
+
+def _join_split_numbers(words: list[str]) -> list[str]:
+    out: list[str] = []
+    for word in words:
+        run = list(itertools.takewhile(str.isdigit, reversed(out)))  # the numbers just before, latest first
+        if word.isdigit() and len(run) >= 1 and len("".join(run)) + len(word) == 4:
+            del out[-len(run) :]
+            word = "".join(reversed(run)) + word
+        out.append(word)
+    return out
 
 
 def parse_order_id(text: str) -> str | None:
