@@ -207,6 +207,11 @@ def post(url: str, body=None, raw: bytes | None = None, headers: dict | None = N
         ({"stop": 5}, "stop must be"),
         ({"stop": ["a", "b", "c", "d", "e"]}, "at most 4"),
         ({"messages": [{"role": "tool", "content": "{}", "tool_call_id": 1}]}, "tool_call_id must be a"),
+        ({"model": -1.5e173}, "model must be of type string"),  # found by schemathesis, as the next two
+        ({"tools": [{"type": "function", "function": {"name": "f", "description": 3}}]},
+         "tools[0].function.description must be of type string"),
+        ({"tools": [{"type": "function", "function": {"name": "f", "parameters": [1]}}]},
+         "tools[0].function.parameters must be of type object"),
     ],
 )  # fmt: skip
 def test_malformed_and_unsupported_fields_get_a_400_that_says_so(server, change, says):

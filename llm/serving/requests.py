@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from importlib import resources
 
 from llm.engine.config import ModelConfig
 from llm.engine.errors import DecodingError
 from llm.engine.params import GenerationParams
+from llm.serving.schema import schema_problem
 
 ROLES = {"system", "user", "assistant", "tool"}
 # Decoding knobs a request may set as extra fields, with their types.
@@ -29,6 +31,9 @@ UNSUPPORTED = {
     "suffix": lambda v: not v,
 }
 MAX_STOP = 4  # stop sequences a request may give, as OpenAI allows
+# What /openapi.json publishes for the chat endpoint (the one place it is written), and the body's schema
+OPENAPI = json.loads(resources.files("llm.serving").joinpath("chat_completions.openapi.json").read_text())
+REQUEST_SCHEMA = OPENAPI["operation"]["requestBody"]["content"]["application/json"]["schema"]
 MAX_INT_KNOB = 2**31 - 1  # integer knobs (steps, block_length, seed) beyond this are refused
 
 
@@ -171,4 +176,7 @@ def parse_request(body, cfg: ModelConfig, limits: Limits) -> ChatRequest:
         raise BadRequest(str(e)) from None
     if params.steps > params.gen_length:  # a step commits at least one token: more steps is no work done
         raise BadRequest(f"steps must be at most {params.gen_length} (max_tokens, in whole blocks)")
-    return ChatRequest(messages, tools, params, _flag(body, "stream"), max_tokens, _stop(body.get("stop")))
+    request = ChatRequest(messages, tools, params, _flag(body, "stream"), max_tokens, _stop(body.get("stop")))
+    if problem := schema_problem(body, REQUEST_SCHEMA):  # what the checks above do not cover
+        raise BadRequest(problem)
+    return request

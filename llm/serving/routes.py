@@ -4,11 +4,11 @@ The server never answers 500 for a client's mistake: bad input gets a 400 with a
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 import uuid
 from dataclasses import asdict
-from importlib import resources
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
@@ -19,7 +19,7 @@ from llm.engine.async_engine import AsyncEngine
 from llm.engine.params import GenerationParams
 from llm.serving.metrics import Metrics
 from llm.serving.reply import ReplyParser
-from llm.serving.requests import Limits, parse_request
+from llm.serving.requests import OPENAPI, Limits, parse_request
 from llm.serving.streaming import collect_reply, reply_events, sse
 
 DECODING_KEYS = ("gen_length", "steps", "block_length", "threshold", "factor", "cache")
@@ -29,7 +29,7 @@ REFUSALS = (400, 401, 413, 429, 499)  # every one answered with an OpenAI-style 
 def chat_openapi() -> dict:
     """What /openapi.json says the chat endpoint takes and answers (the route reads its body itself, so
     FastAPI cannot infer it): a data file, tested against the server by schemathesis."""
-    spec = json.loads(resources.files("llm.serving").joinpath("chat_completions.openapi.json").read_text())
+    spec = copy.deepcopy(OPENAPI)
     operation = spec["operation"]
     operation["responses"] |= {str(code): spec["error_response"] for code in REFUSALS}
     return operation
