@@ -22,6 +22,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -182,12 +183,8 @@ async def soak(stages: Stages, server_pid: int, url: str, callers: int, seconds:
     health = httpx.get(url.removesuffix("/v1") + "/health", timeout=10).json()
     records = log.written
     recorded = {(r.call, r.turn) for r in records}
-    by_status: dict[str, int] = {}
-    by_error: dict[str, int] = {}
-    for r in records:
-        by_status[r.status] = by_status.get(r.status, 0) + 1
-        if r.error:
-            by_error[r.error] = by_error.get(r.error, 0) + 1
+    by_status = Counter(r.status for r in records)
+    by_error = Counter(r.error for r in records if r.error)
     minutes = []
     for minute in range(int((time.monotonic() - began) // 60) + 1):
         heard = [r.heard_ms for r in records if int((r.at - began) // 60) == minute]
@@ -202,8 +199,8 @@ async def soak(stages: Stages, server_pid: int, url: str, callers: int, seconds:
         "callers": callers,
         "seconds": round(time.monotonic() - began, 1),
         "turns": len(records),
-        "by_status": by_status,
-        "by_error": dict(sorted(by_error.items(), key=lambda kv: -kv[1])),
+        "by_status": dict(by_status),
+        "by_error": dict(by_error.most_common()),
         "lost": sorted(f"{c}/{t}" for c, t in log.started - recorded),
         "open_requests_at_end": health["running"] + health["waiting"],
         "memory": memory,

@@ -6,22 +6,17 @@ from __future__ import annotations
 
 import json
 
-# The JSON types a schema's property may name, and the Python values that pass as each. A whole number
-# passes as text: models often write an id such as 4217 without quotes, and a backend can read it.
-_KINDS: dict[str, tuple[type, ...]] = {
-    "string": (str, int),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "array": (list,),
-    "object": (dict,),
-}
+from llm.schema import TYPES, schema_problem
+
+# A whole number passes as text: models often write an id such as 4217 without quotes, and a backend can
+# read it.
+ARGUMENT_TYPES = {**TYPES, "string": lambda v: isinstance(v, str) or TYPES["integer"](v)}
 
 
 def arguments_problem(arguments: str, parameters: dict) -> str | None:
     """What is wrong with `arguments` (JSON text, as the model wrote it) for a function whose parameters
-    are the JSON schema `parameters`; None when they fit. Only the top level is checked: an object, its
-    required properties present, each given property of its declared type."""
+    are the JSON schema `parameters`; None when they fit: an object, its required properties present,
+    each given property as its schema says."""
     try:
         given = json.loads(arguments) if arguments.strip() else {}
     except json.JSONDecodeError:
@@ -31,13 +26,10 @@ def arguments_problem(arguments: str, parameters: dict) -> str | None:
     if missing := [k for k in parameters.get("required", []) if k not in given]:
         return "missing argument " + ", ".join(repr(k) for k in missing)
     for key, schema in parameters.get("properties", {}).items():
-        kinds = _KINDS.get(schema.get("type") if isinstance(schema, dict) else None)
-        value = given.get(key)
-        if key in given and kinds and (not isinstance(value, kinds) or _bool_for_number(value, kinds)):
-            return f"{key} must be of type {schema['type']}"
+        if (
+            key in given
+            and isinstance(schema, dict)
+            and (problem := schema_problem(given[key], schema, key, ARGUMENT_TYPES))
+        ):
+            return problem
     return None
-
-
-def _bool_for_number(value: object, kinds: tuple[type, ...]) -> bool:
-    """JSON true/false is not a number, though Python's bool is an int."""
-    return isinstance(value, bool) and bool not in kinds

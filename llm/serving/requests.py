@@ -10,7 +10,7 @@ from importlib import resources
 from llm.engine.config import ModelConfig
 from llm.engine.errors import DecodingError
 from llm.engine.params import GenerationParams
-from llm.serving.schema import schema_problem
+from llm.schema import schema_problem
 
 ROLES = {"system", "user", "assistant", "tool"}
 # Decoding knobs a request may set as extra fields, with their types.

@@ -1,10 +1,11 @@
-"""A request body checked against the JSON schema that /openapi.json publishes for it, so that the
-server refuses what its own contract refuses (schemathesis sends every field in every wrong type).
-Only the keywords that schema uses are read; a keyword it starts using must be added here."""
+"""A JSON value checked against a JSON schema: the server's request body against what /openapi.json
+publishes (so that it refuses what its own contract refuses; schemathesis sends every field in every
+wrong type), and a tool call's arguments against the tool's parameters (llm/arguments.py). Only the
+keywords those schemas use are read; a keyword they start using must be added here."""
 
 from __future__ import annotations
 
-_TYPES = {
+TYPES = {
     "object": lambda v: isinstance(v, dict),
     "array": lambda v: isinstance(v, list),
     "string": lambda v: isinstance(v, str),
@@ -20,20 +21,22 @@ def _same(a, b) -> bool:
     return isinstance(a, bool) == isinstance(b, bool) and a == b
 
 
-def schema_problem(value, schema: dict, where: str = "body") -> str | None:
-    """The first way `value` breaks `schema`, naming where (e.g. "messages[0].role"); None if it fits."""
+def schema_problem(value, schema: dict, where: str = "body", types: dict = TYPES) -> str | None:
+    """The first way `value` breaks `schema`, naming where (e.g. "messages[0].role"); None if it fits.
+    `types`: what passes as each JSON type."""
     if "type" in schema:
-        kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-        if not any(_TYPES[k](value) for k in kinds):
+        named = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+        kinds = [k for k in named if k in types]
+        if kinds and not any(types[k](value) for k in kinds):  # a type it does not know is not checked
             return f"{where} must be of type {' or '.join(kinds)}"
     if "const" in schema and not _same(value, schema["const"]):
         return f"{where} must be {schema['const']!r}"
     if "enum" in schema and not any(_same(value, e) for e in schema["enum"]):
         return f"{where} must be one of {', '.join(map(repr, schema['enum']))}"
     if "oneOf" in schema:
-        fits = [s for s in schema["oneOf"] if schema_problem(value, s, where) is None]
-        if len(fits) != 1:
-            return schema_problem(value, schema["oneOf"][0], where) or f"{where} fits none of its forms"
+        problems = [schema_problem(value, s, where, types) for s in schema["oneOf"]]
+        if problems.count(None) != 1:
+            return problems[0] or f"{where} fits none of its forms"
     if isinstance(value, int | float) and not isinstance(value, bool):
         if "minimum" in schema and value < schema["minimum"]:
             return f"{where} must be at least {schema['minimum']}"
@@ -48,8 +51,8 @@ def schema_problem(value, schema: dict, where: str = "body") -> str | None:
             return f"{where} must have at least {schema['minItems']} items"
         if "maxItems" in schema and len(value) > schema["maxItems"]:
             return f"{where} takes at most {schema['maxItems']} items"
-        for i, item in enumerate(value):
-            if "items" in schema and (problem := schema_problem(item, schema["items"], f"{where}[{i}]")):
+        for i, item in enumerate(value if "items" in schema else []):
+            if problem := schema_problem(item, schema["items"], f"{where}[{i}]", types):
                 return problem
     if isinstance(value, dict):
         for key in schema.get("required", []):
@@ -59,7 +62,7 @@ def schema_problem(value, schema: dict, where: str = "body") -> str | None:
         for key, item in value.items():
             inner = key if where == "body" else f"{where}.{key}"
             if key in properties:
-                if problem := schema_problem(item, properties[key], inner):
+                if problem := schema_problem(item, properties[key], inner, types):
                     return problem
             elif schema.get("additionalProperties") is False:
                 return f"{where} takes no {key!r}"
