@@ -294,13 +294,17 @@ def test_replay_over_mqtt_is_collected_into_the_same_run(tmp_path, models, serve
     assert len(local) == 2 and collected == local
 
 
-def test_anchors_are_emitted_when_they_happen(tmp_path, models, server):
+@pytest.mark.parametrize("grace_ms", [400.0, 0.0], ids=["default", "filler-always-spoken"])
+def test_anchors_are_emitted_when_they_happen(tmp_path, models, server, grace_ms):
     """Realtime replay plays like a device: each anchor reaches observers (run log, MQTT, console) as it
     happens or, for those only known later, the moment it is known; never after the answer has been
-    spoken, and never ahead of its time."""
+    spoken, and never ahead of its time. With the filler spoken, the answer is synthesized while the
+    filler plays: its tts_first_audio is known then, not once the filler has finished (a loaded CI
+    machine, where the lookup outlasted the grace period, caught it 1.2 s late)."""
 
     path = speech_file(models, tmp_path / "q.wav", ["where is my order one zero two eight"], gap_s=6.0)
-    call = Call("q", load_audio(path).samples, stages(models, server), Settings("realtime"))
+    settings = Settings("realtime", filler_grace_ms=grace_ms)
+    call = Call("q", load_audio(path).samples, stages(models, server), settings)
     seen = []
     call.timeline.observers.append(lambda e: seen.append((e, time.monotonic_ns())))
     asyncio.run(call.run())
@@ -315,6 +319,8 @@ def test_anchors_are_emitted_when_they_happen(tmp_path, models, server):
         assert late < 250, f"{name} emitted {late:.0f} ms after it happened (or was kept)"
     heard_at = anchors["first_useful_audio_heard"][1]
     assert heard_at < anchors["last_audio_heard"][0] - 1_000_000_000  # while the answer was still playing
+    fillers = [e for e, _ in seen if e.name == "clause" and e.data["filler"]]
+    assert bool(fillers) == (grace_ms == 0.0), fillers  # the case that was meant is the case that ran
 
 
 def test_a_caller_who_barges_in_after_hearing_the_answer_got_one(tmp_path, models, server):

@@ -51,6 +51,7 @@ class Speaking:
         self.hold_undecided = hold_undecided
         self.queue: asyncio.Queue = asyncio.Queue()  # clauses, SHOWN, and None at the end
         self.said: list[Clause] = []
+        self.synthesized: list[tuple[Clause, int]] = []  # each clause and when its audio was ready
         self.spoken: list[Spoken] = []
         self.answer_round: int | None = None
         self.tool_rounds: set[int] = set()
@@ -91,9 +92,10 @@ class Speaking:
         useful = next((c for c in self.said if c.round == self.answer_round and not c.filler), None)
         if useful:
             self._once("first_useful_token", useful.first_token_ns)
-        answer = [s for s in self.spoken if s.clause.round == self.answer_round]
-        if answer:
-            self._once("tts_first_audio", answer[0].ready_ns)
+        ready = next((t for c, t in self.synthesized if c.round == self.answer_round), None)
+        if ready is not None:  # known once synthesized, though a filler may still be playing ahead of it
+            self._once("tts_first_audio", ready)
+        answer = (s for s in self.spoken if s.clause.round == self.answer_round)
         heard = next((s for s in answer if not s.clause.filler), None)
         if heard:
             self._once("first_useful_audio_heard", heard.heard_ns)
@@ -116,6 +118,8 @@ class Speaking:
             synth = clock()
             speech = await self.speak(clause.text)
             ready = clock()
+            self.synthesized.append((clause, ready))
+            self._answer_anchors()
             await self.gate.wait()
             start, end = await self.speaker.play(speech, clock())
             if not self.spoken:
