@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 import sys
 import time
@@ -44,6 +45,12 @@ def question(tmp_path: Path, call: str, turn: int) -> tuple[Path, dict]:
     return path, ref
 
 
+def heard_share(said: str, heard: str) -> float:
+    """The share of the words of `said` that are among the words of `heard`."""
+    words = re.findall(r"[a-z0-9']+", said.lower())
+    return sum(w in set(re.findall(r"[a-z0-9']+", heard.lower())) for w in words) / max(len(words), 1)
+
+
 def events(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
 
@@ -60,7 +67,9 @@ def test_a_spoken_question_is_answered_through_the_speaker(pulse, tmp_path):
     assert all(turn[k] is not None for k in ("endpoint_ms", "asr_ms", "ttfat_ms", "first_useful_audio_ms"))
     assert json.loads((out / "summary.json").read_text())["turns"] == 1
     heard = Transcriber().transcribe(resample(capture.audio(), OUT_RATE)).text.lower()
-    assert "saturday" in heard and ("eight" in heard or "8" in heard), heard
+    # The whole answer reached the speaker: most of its words are heard again. Whisper re-hearing the
+    # piper voice may miss a word (a full-suite run heard "from eight" as "for may"), not most of them.
+    assert "saturday" in heard and heard_share(turn["answer"], heard) >= 0.7, (turn["answer"], heard)
     # "heard" comes from the output stream's clock: the capture agrees within 50 ms
     (first_heard,) = [e["t_ns"] for e in events(out) if e["event"] == "first_audio_heard"]
     captured = capture.time_of(lambda x: x != 0)  # the sink is digital silence until the agent speaks
