@@ -25,7 +25,7 @@ from voice.anchors import METRICS
 from voice.audio import load_audio
 from voice.call import Call
 from voice.replay import find_calls, run
-from voice.report import tool_correct
+from voice.report import text_report, tool_correct
 from voice.runlog import read_run
 from voice.settings import Settings
 from voice.stages import Stages
@@ -543,9 +543,12 @@ def test_a_tool_call_with_broken_arguments_is_heard_as_a_request_to_repeat(tmp_p
     transcriber, synthesizer = models
     chat = WrongArguments(OpenAIChat(server), "lookup_order", '{"order_id": "10')
     calls, out = find_calls([str(path)]), tmp_path / "run"
-    asyncio.run(run(calls, Stages(transcriber, store_agent(chat), synthesizer), Settings("fast"), out, 1, {}))
+    summary = asyncio.run(
+        run(calls, Stages(transcriber, store_agent(chat), synthesizer), Settings("fast"), out, 1, {})
+    )
     (turn,) = [json.loads(line) for line in (out / "turns.jsonl").read_text().splitlines()]
     assert turn["status"] == "ok" and turn["answered_by"] == "agent", turn
+    assert summary["answered_by_agent"] == 1 and "1 turn answered by the agent itself" in text_report(summary)
     assert turn["answer"] == BAD_ARGUMENTS["lookup_order"] and len(turn["llm_calls"]) == 1
     assert turn["tool_calls"][0]["arguments"] == '{"order_id": "10' and turn["tool_calls"][0]["error"]
     assert turn["first_useful_audio_ms"] >= turn["first_useful_token_ms"] > 0

@@ -81,6 +81,7 @@ def summarize(turns: list[dict], environment: dict | None = None) -> dict:
         "statuses": statuses,
         "metrics": {key: stats(metric_values(turns, key)) for key in dict.fromkeys(keys)},
         "llm_share": stats([t["llm_share"] for t in turns if t.get("llm_share") is not None], 4),
+        "answered_by_agent": sum(t.get("answered_by") == "agent" for t in turns),  # no LLM TTFAT
         "server_timings": {
             "turns": sum(bool(t.get("server_timings")) for t in with_llm_calls),
             "of": len(with_llm_calls),
@@ -221,9 +222,12 @@ def llm_share_line(summary: dict) -> str:
         if timings["turns"]
         else "the endpoint reported no timings of its own"
     )
+    by_agent = summary.get("answered_by_agent")  # older runs' summaries lack it
+    plural = "s" if by_agent != 1 else ""
+    agent = f"; {by_agent} turn{plural} answered by the agent itself, not the model" if by_agent else ""
     return (
         f"LLM share of first useful audio heard: p50 {pct(share['p50'])}, p95 {pct(share['p95'])} "
-        f"(n {share['n']}; {server})"
+        f"(n {share['n']}; {server}{agent})"
     )
 
 
