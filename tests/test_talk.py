@@ -48,7 +48,8 @@ def question(tmp_path: Path, call: str, turn: int) -> tuple[Path, dict]:
 def heard_share(said: str, heard: str) -> float:
     """The share of the words of `said` that are among the words of `heard`."""
     words = re.findall(r"[a-z0-9']+", said.lower())
-    return sum(w in set(re.findall(r"[a-z0-9']+", heard.lower())) for w in words) / max(len(words), 1)
+    heard_words = set(re.findall(r"[a-z0-9']+", heard.lower()))
+    return sum(w in heard_words for w in words) / max(len(words), 1)
 
 
 def events(out: Path) -> list[dict]:

@@ -33,7 +33,6 @@ SHOWN = object()  # on the queue: an LLM call showed whether it answers
 @dataclass
 class Spoken:
     clause: Clause
-    ready_ns: int  # its audio was synthesized
     heard_ns: int  # it started being heard
 
 
@@ -95,8 +94,8 @@ class Speaking:
         ready = next((t for c, t in self.synthesized if c.round == self.answer_round), None)
         if ready is not None:  # known once synthesized, though a filler may still be playing ahead of it
             self._once("tts_first_audio", ready)
-        answer = (s for s in self.spoken if s.clause.round == self.answer_round)
-        heard = next((s for s in answer if not s.clause.filler), None)
+        heard = next((s for s in self.spoken if s.clause.round == self.answer_round and not s.clause.filler),
+                     None)  # fmt: skip
         if heard:
             self._once("first_useful_audio_heard", heard.heard_ns)
 
@@ -126,7 +125,7 @@ class Speaking:
                 self.log.emit("first_audio_heard", t_ns=start)
             self.log.emit("clause", t_ns=ready, text=clause.text, filler=clause.filler, synth_ns=synth,
                           heard_ns=start, end_ns=end)  # fmt: skip
-            self.spoken.append(Spoken(clause, ready, start))
+            self.spoken.append(Spoken(clause, start))
             self._answer_anchors()
         if self.spoken:
             await self.speaker.drain(end)  # live: the turn lasts until heard, so a barge-in can cut it
