@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import re
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ from asr.whisper import Transcriber
 from voice.audio import load_audio, resample
 from voice.pulse import OUT_RATE, PulseError, pulse_log, say, session, virtual_devices, wait_for_turns
 from voice.replay import find_calls
+from voice.report import normalize
 from voice.runlog import read_audio
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,9 +46,9 @@ def question(tmp_path: Path, call: str, turn: int) -> tuple[Path, dict]:
 
 
 def heard_share(said: str, heard: str) -> float:
-    """The share of the words of `said` that are among the words of `heard`."""
-    words = re.findall(r"[a-z0-9']+", said.lower())
-    heard_words = set(re.findall(r"[a-z0-9']+", heard.lower()))
+    """The share of the words of `said` that are among the words of `heard`, digits as words (Whisper
+    writes the piper voice's "eight" as "8")."""
+    words, heard_words = normalize(said), set(normalize(heard))
     return sum(w in heard_words for w in words) / max(len(words), 1)
 
 
@@ -68,9 +68,12 @@ def test_a_spoken_question_is_answered_through_the_speaker(pulse, tmp_path):
     assert all(turn[k] is not None for k in ("endpoint_ms", "asr_ms", "ttfat_ms", "first_useful_audio_ms"))
     assert json.loads((out / "summary.json").read_text())["turns"] == 1
     heard = Transcriber().transcribe(resample(capture.audio(), OUT_RATE)).text.lower()
-    # The whole answer reached the speaker: most of its words are heard again. Whisper re-hearing the
-    # piper voice may miss a word (a full-suite run heard "from eight" as "for may"), not most of them.
-    assert "saturday" in heard and heard_share(turn["answer"], heard) >= 0.7, (turn["answer"], heard)
+    # The whole answer reached the speaker: its first clause's "saturday", its last word, and most of its
+    # words are heard again. Not all: piper's voice varies from one synthesis to the next, and Whisper
+    # re-hearing it wrote "from eight" as "for may" in 3 captures of 8, and in 4 readings of 8 of the
+    # run's record of what was played: the speaker got what was played, the words are Whisper's slip.
+    assert "saturday" in heard and "night" in heard, (turn["answer"], heard)
+    assert heard_share(turn["answer"], heard) >= 0.7, (turn["answer"], heard)
     # "heard" comes from the output stream's clock: the capture agrees within 50 ms
     (first_heard,) = [e["t_ns"] for e in events(out) if e["event"] == "first_audio_heard"]
     captured = capture.time_of(lambda x: x != 0)  # the sink is digital silence until the agent speaks
