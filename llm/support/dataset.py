@@ -450,13 +450,11 @@ class _Generator:
     def _with_article(self, template: str, mention: str) -> str:
         """Sometimes an article before the product, as callers say it ("do you have a bath mat"): the
         check_stock argument stays the product's name alone."""
-        before = template.split("{product}")[0].split()
-        if before[-1:] and before[-1] in NO_ARTICLE_AFTER or mention.endswith("s"):
-            return template
-        if self.rng.random() >= ARTICLES:
+        last = (template.split("{product}")[0].split() or [""])[-1]  # the word before the product
+        if last in NO_ARTICLE_AFTER or mention.endswith("s") or self.rng.random() >= ARTICLES:
             return template
         indefinite = "an" if mention[0] in "aeiou" else "a"
-        article = "the" if before[-1:] == ["is"] else self.rng.choice([indefinite, "the"])
+        article = "the" if last == "is" else self.rng.choice([indefinite, "the"])
         return template.replace("{product}", article + " {product}", 1)
 
     def _two_calls(
