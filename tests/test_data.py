@@ -334,19 +334,6 @@ def test_train_names_products_made_up_for_one_question(train, heldout, store):
     assert not any(e.meta.get("made_up_product") for e in heldout)
 
 
-def test_stock_questions_sometimes_say_an_article_the_argument_never_holds(train, heldout):
-    """ "do you have a bath mat" calls check_stock with "bath mat": the article is the caller's, not the
-    product's (through the pipeline, v2 copied "a bath mat")."""
-    for examples in (train, heldout):
-        calls = [e for e in examples if e.meta.get("call") == 1 and e.target.get("tool_calls")]
-        stock = [e for e in calls if e.target["tool_calls"][0]["function"]["name"] == "check_stock"]
-        args = [json.loads(e.target["tool_calls"][0]["function"]["arguments"]) for e in stock]
-        said = [(e.messages[-1]["content"], a["product"]) for e, a in zip(stock, args, strict=True)]
-        with_article = [p for text, p in said if re.search(rf"\b(a|an) {re.escape(p)}\b", text)]
-        assert len(with_article) > 0.03 * len(stock), len(with_article)
-        assert not any(re.match(r"(a|an|the) ", p) for _, p in said)
-
-
 def test_train_answers_broken_tool_calls_by_asking_again(train, heldout, store):
     """A few train answers follow a call whose arguments came out broken: the context holds the broken
     call and the store's real error, and the answer asks again and states no facts. Held-out never."""

@@ -274,9 +274,6 @@ COPY_PRACTICE = 0.3
 # Train only: share of tool calls whose arguments are broken in the context, answered by an error (see
 # _Generator._two_calls).
 TOOL_ERRORS = 0.04
-# Share of stock questions with "a", "an" or "the" before the product (not after these words).
-ARTICLES = 0.3
-NO_ARTICLE_AFTER = {"the", "a", "an", "any", "many", "some", "of"}
 # Train only: share of unknown-product questions naming a product made up for that question.
 FRESH_NAMES = 0.7
 # Train only: share of user turns phrased by llm.support.phrasing instead of a hand-written template.
@@ -441,21 +438,11 @@ class _Generator:
         for _ in range(20):
             template = self._template("stock")
             mention = self._product_mention(name)
-            text = noisy(self._with_article(template, mention), self.rng, {"product": mention})
+            text = noisy(template, self.rng, {"product": mention})
             if _n_words(text) <= MAX_USER_WORDS:
                 return text, template, mention
         template = self.templates["stock"][0]
         return noisy(template, self.rng, {"product": name}, light=True), template, name
-
-    def _with_article(self, template: str, mention: str) -> str:
-        """Sometimes an article before the product, as callers say it ("do you have a bath mat"): the
-        check_stock argument stays the product's name alone."""
-        last = (template.split("{product}")[0].split() or [""])[-1]  # the word before the product
-        if last in NO_ARTICLE_AFTER or mention.endswith("s") or self.rng.random() >= ARTICLES:
-            return template
-        indefinite = "an" if mention[0] in "aeiou" else "a"
-        article = "the" if last == "is" else self.rng.choice([indefinite, "the"])
-        return template.replace("{product}", article + " {product}", 1)
 
     def _two_calls(
         self,
