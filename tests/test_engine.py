@@ -13,6 +13,7 @@ from llm.engine.checkpoint import CheckpointError, load_checkpoint
 from llm.engine.engine import Engine
 from llm.engine.errors import DecodingError
 from llm.engine.params import GenerationParams
+from llm.engine.sampler import CONTENDER
 from tests import reference as ref
 from tests.tiny import write_own_checkpoint
 
@@ -165,6 +166,26 @@ def test_sampling_with_seed_is_reproducible(block_dir):
 
     assert run(1) == run(1)
     assert len({tuple(run(s)) for s in range(4)}) > 1
+
+
+def test_an_opening_under_its_floor_is_ruled_out_and_goes_alone(block_dir):
+    """A floor above the probability of the token the model opens with (0.09 in this tiny model, a
+    contender) makes the next best token the opening, committed alone; a floor it meets changes nothing,
+    and neither does a floor of CONTENDER on every token (none can contend and sit under it)."""
+    engine = Engine(block_dir, device="cpu")
+    params = GenerationParams(gen_length=16, threshold=0.0, early_stop=False)  # a block a step
+
+    def run(floor):
+        return engine.generate([[1, 2, 3]], replace(params, opening_floor=floor))[0]
+
+    free = run({})
+    first = free.token_ids[0]
+    for harmless in ({first: 0.0}, dict.fromkeys(range(engine.config.vocab_size), CONTENDER)):
+        again = run(harmless)
+        assert (again.token_ids, again.forwards) == (free.token_ids, free.forwards)
+    floored = run({first: 1.0})
+    assert floored.token_ids[0] != first
+    assert floored.forwards == free.forwards + 1  # the opening went alone, the rest of its block after it
 
 
 def test_streaming_is_a_gap_free_prefix_of_the_output(llada_dir, block_dir):
@@ -324,6 +345,7 @@ def test_invalid_params_are_rejected(block_dir):
         GenerationParams(gen_length=32, steps=3),
         GenerationParams(cache="dual"),
         GenerationParams(threshold=1.5),
+        GenerationParams(opening_floor={5: 1.5}),
         GenerationParams(temperature=-1),
     ):
         with pytest.raises(DecodingError):

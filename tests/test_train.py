@@ -16,7 +16,16 @@ from llm.engine.params import GenerationParams
 from llm.engine.tokenizer import Tokenizer
 from llm.support.models import BUNDLED
 from llm.support.recipe import install, load_recipe, run_recipe
-from llm.support.train import Batches, TrainConfig, batch_logits, batch_loss, first_fit, render, train
+from llm.support.train import (
+    OPENING_FLOOR,
+    Batches,
+    TrainConfig,
+    batch_logits,
+    batch_loss,
+    first_fit,
+    render,
+    train,
+)
 
 TINY = dict(hidden_size=64, num_layers=2, num_heads=4, intermediate_size=128, batch_size=8, examples=400,
             tokenizer_examples=400, save_every=1000, warmup=5, lr=3e-3)  # fmt: skip
@@ -89,6 +98,8 @@ def test_short_training_runs_lower_the_loss_and_write_loadable_checkpoints(ar_di
         assert sum(loss[-5:]) / 5 < sum(loss[:5]) / 5, loss
         ckpt = load_checkpoint(path, device="cpu")
         assert ckpt.config.block_size == block and ckpt.config.attention == "block"
+        let = str(ckpt.tokenizer.encode("Let me check that for you.")[0])  # both fillers' first word
+        assert ckpt.config.extra["generation"]["opening_floor"] == {let: OPENING_FLOOR}
         engine = Engine(ckpt)
         prompt = engine.tokenizer.encode_chat([{"role": "user", "content": "hi"}])
         gen = engine.generate([prompt], GenerationParams(gen_length=16, steps=16))[0]

@@ -21,6 +21,11 @@ class GenerationParams:
     whose canvas grows one block at a time; either way it is rounded up to whole blocks (a server cuts
     the reply at the client's `max_tokens` itself). Decoding stops once end-of-sequence is committed
     with everything before it committed (`early_stop`).
+
+    `opening_floor` (token id -> probability): the answer may open with that token only when the model
+    gives it at least that probability there; below it, the next best opening is taken. The support
+    models open every tool call with one filler word, so a floor on it keeps a doubtful reply from
+    costing the caller a filler and a tool round trip. None: the model's default; {}: no floor.
     """
 
     gen_length: int = 64
@@ -33,6 +38,7 @@ class GenerationParams:
     seed: int | None = None
     early_stop: bool = True
     ignore_eos: bool = False  # keep decoding past end-of-sequence (benchmarks of fixed lengths)
+    opening_floor: dict[int, float] | None = None
 
     def resolve(self, cfg: ModelConfig) -> GenerationParams:
         """Fill model defaults and check the combination; raises DecodingError with a readable message."""
@@ -46,6 +52,8 @@ class GenerationParams:
         if p.threshold is None and p.factor is None and p.steps is None:
             p.threshold = defaults.get("threshold")
             p.factor = defaults.get("factor")
+        if p.opening_floor is None:  # JSON keys are text
+            p.opening_floor = {int(t): float(f) for t, f in defaults.get("opening_floor", {}).items()}
         if p.gen_length < 1 or p.block_length < 1:
             raise DecodingError(
                 f"gen_length ({p.gen_length}) and block_length ({p.block_length}) must be positive"
@@ -70,6 +78,8 @@ class GenerationParams:
             raise DecodingError(f"threshold must be in [0, 1], not {p.threshold}")
         if p.factor is not None and p.factor <= 0:
             raise DecodingError(f"factor must be positive, not {p.factor}")
+        if any(not 0.0 <= f <= 1.0 for f in p.opening_floor.values()):
+            raise DecodingError(f"opening_floor probabilities must be in [0, 1], not {p.opening_floor}")
         if p.temperature < 0:
             raise DecodingError(f"temperature must be >= 0, not {p.temperature}")
         return p

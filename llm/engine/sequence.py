@@ -158,8 +158,14 @@ class Sequence:
             self.first_logits = logits[0]
         if work.reuse_first:
             logits = torch.cat((self.first_logits[None], logits))
+        floored = None
+        if p.opening_floor and int(work.targets[0]) == self.prompt_len:
+            floored = sampler.floor_opening(logits, p.opening_floor)
+        logits = logits if floored is None else floored
         tokens, confidence = sampler.propose(logits, p.temperature, self.generator, self.cfg.mask_token_id)
-        if p.threshold is not None or p.factor is not None:
+        if floored is not None:  # the opening in doubt goes alone: the rest is read from it
+            chosen = torch.zeros(1, dtype=torch.long)
+        elif p.threshold is not None or p.factor is not None:
             chosen = sampler.select(confidence, threshold=p.threshold, factor=p.factor)
         else:
             k = self.schedule[self.step_in_block] if self.step_in_block < len(self.schedule) else 1
