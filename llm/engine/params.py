@@ -23,7 +23,8 @@ class GenerationParams:
     with everything before it committed (`early_stop`).
 
     `opening_floor` (token id -> probability): the answer may open with that token only when the model
-    gives it at least that probability there; below it, the next best opening is taken. The support
+    gives it at least that probability there; below it (and above `sampler.CONTENDER`), the next best
+    opening is taken and committed alone, so the rest of the reply is decoded from it. The support
     models open every tool call with one filler word, so a floor on it keeps a doubtful reply from
     costing the caller a filler and a tool round trip. None: the model's default; {}: no floor.
     """

@@ -49,8 +49,9 @@ CONTENDER = 0.05
 
 def floor_opening(logits: torch.Tensor, floor: dict[int, float]) -> torch.Tensor | None:
     """`logits` [N, V], whose first row is the answer's first position, with each token of `floor` that
-    contends for the opening but sits under its floor ruled out there; None when no token does. That
-    row is read from the prompt's last output, so it depends on the prompt alone.
+    contends for the opening but sits under its floor ruled out there; None when no token does. In a
+    shifted block-causal model (the support models) that row is read from the prompt's last output, so
+    it depends on the prompt alone; otherwise it is read again at every step while the opening is masked.
     """
     probs = torch.softmax(logits[0].float(), dim=-1)
     out = [t for t, f in floor.items() if CONTENDER <= probs[t] < f]
