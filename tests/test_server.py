@@ -162,9 +162,11 @@ def test_bad_requests_and_limits(server):
     assert post(long).status_code == 400
     health = httpx.get(url.removesuffix("/v1") + "/health").json()
     assert health["status"] == "ok" and health["model"] == "bundled"
-    # the decoding a request gets when it sets none: the bundled model's threshold rule, whole blocks
+    # the decoding a request gets when it sets none: the bundled model's threshold rule, whole blocks,
+    # and its floor on the tool-call filler's first token
     assert health["decoding"] == {"gen_length": 64, "steps": 64, "block_length": 8, "threshold": 0.9,
-                                  "factor": None, "cache": "block"}  # fmt: skip
+                                  "factor": None, "cache": "block",
+                                  "opening_floor": {"475": 0.8}}  # fmt: skip
 
 
 def test_concurrency_limit_answers_429():

@@ -22,7 +22,7 @@ from llm.serving.reply import ReplyParser
 from llm.serving.requests import OPENAPI, Limits, parse_request
 from llm.serving.streaming import collect_reply, reply_events, sse
 
-DECODING_KEYS = ("gen_length", "steps", "block_length", "threshold", "factor", "cache")
+DECODING_KEYS = ("gen_length", "steps", "block_length", "threshold", "factor", "cache", "opening_floor")
 REFUSALS = (400, 401, 413, 429, 499)  # every one answered with an OpenAI-style error body
 
 
