@@ -12,9 +12,8 @@ from llm.engine.async_engine import AsyncEngine
 from llm.engine.engine import Engine
 from llm.engine.params import GenerationParams
 from llm.serving.engine_chat import EngineChat
-from llm.serving.reply import split_reply
 from llm.support.models import BUNDLED
-from llm.support.policy import DIRECT_ANSWERS, SYSTEM_PROMPT, order_answer, stock_answer
+from llm.support.policy import DIRECT_ANSWERS, order_answer, stock_answer
 from llm.support.splits import in_heldout_id
 from llm.support.spoken import digits
 from llm.support.store import Store
@@ -150,18 +149,13 @@ def test_a_doubtful_tool_call_opening_is_ruled_out():
     """The diffusion model opens "how much petrol is left in my car" with the tool-call filler at about
     0.67 (the floor is 0.8, `opening_floor` in its config): with no floor it calls a tool, with its
     default it refuses; a stock question opens the filler at ~1.0 and keeps its tool call either way."""
-    engine = Engine(BUNDLED["bundled"], device="cpu")
-    tok = engine.tokenizer
-
-    def reply(said: str, params: GenerationParams) -> tuple[str, list]:
-        messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": said}]
-        prompt = tok.encode_chat(messages)
-        return split_reply(tok, engine.generate([prompt], params)[0].token_ids)
-
-    unfloored = GenerationParams(threshold=0.9, opening_floor={})
-    assert engine.config.extra["generation"]["opening_floor"], "the bundled model ships a floor"
-    assert reply("how much petrol is left in my car", unfloored)[1], "the doubtful opening went through"
-    content, calls = reply("how much petrol is left in my car", GenerationParams())
-    assert not calls and "can't help" in content, (content, calls)
-    for params in (unfloored, GenerationParams()):
-        assert [c.name for c in reply("is the yoga mat in stock", params)[1]] == ["check_stock"]
+    engine = AsyncEngine(Engine(BUNDLED["bundled"], device="cpu"))
+    default = store_agent(EngineChat(engine))
+    unfloored = store_agent(EngineChat(engine, GenerationParams(opening_floor={})))
+    assert engine.engine.config.extra["generation"]["opening_floor"], "the bundled model ships a floor"
+    assert ask(unfloored, "how much petrol is left in my car").tool_calls, "the doubtful opening went through"
+    result = ask(default, "how much petrol is left in my car")
+    assert not result.tool_calls and "can't help" in result.answer, (result.tool_calls, result.answer)
+    for agent in (unfloored, default):
+        assert [c.name for c in ask(agent, "is the yoga mat in stock").tool_calls] == ["check_stock"]
+    engine.close()
