@@ -35,7 +35,8 @@ bench: setup
 	$(VENV)/bin/python bench/pipeline.py
 
 # The bundled models from scratch on this commit's generator (llm/support/recipe.toml; about two hours on
-# two CPU cores, resumable): train into build/models, then evaluate, then copy over the bundled weights.
+# two CPU cores with bf16 hardware, resumable): train into build/models, then evaluate, then copy over the
+# bundled weights.
 models: setup
 	$(VENV)/bin/ttfat train --recipe llm/support/recipe.toml --out build/models
 	$(VENV)/bin/ttfat eval-llm --model build/models/diffusion --ar-model build/models/ar -n 2000 \

@@ -68,9 +68,18 @@ class TrainConfig:
     complementary: bool = False
     tokenizer_examples: int = 20000
     save_every: int = 200
-    bf16: bool = True
+    bf16: bool | None = None  # bf16 autocast; None: where the hardware computes in bf16 (native_bf16)
     compile: bool = False  # torch.compile the loss: ~1.3x the steps/s here, after a minute compiling
     device: str = "cpu"
+
+
+def native_bf16(device: str) -> bool:
+    """Whether bf16 autocast makes training faster here: on a GPU, and on a CPU that computes in bf16
+    (AVX512-BF16 or AMX). Elsewhere oneDNN emulates bf16 and a step takes about 30 times as long as in
+    fp32 (an AMD EPYC with AVX2 only, bench/train_step.py)."""
+    if torch.device(device).type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
 
 
 def render(tok: Tokenizer, messages: list[dict], target: dict) -> tuple[list[int], list[int]]:
@@ -273,6 +282,7 @@ def train(tc: TrainConfig) -> dict:
         kept = [line for line in log_file.read_text().splitlines() if json.loads(line)["step"] <= step]
         log_file.write_text("".join(line + "\n" for line in kept))
     log = log_file.open("a")  # noqa: SIM115 (closed below)
+    bf16 = native_bf16(tc.device) if tc.bf16 is None else tc.bf16
     started = time.monotonic()
     bar = tqdm(total=tc.steps, initial=step, desc=f"train block={tc.block_size}", unit="step")
     while step < tc.steps:
@@ -281,7 +291,7 @@ def train(tc: TrainConfig) -> dict:
             group["lr"] = lr
         idx = [order.randrange(len(pairs)) for _ in range(tc.batch_size)]
         batch = {k: v.to(tc.device) for k, v in batches.make(idx, gen).items() if k != "segments"}
-        with torch.autocast(torch.device(tc.device).type, dtype=torch.bfloat16, enabled=tc.bf16):
+        with torch.autocast(torch.device(tc.device).type, dtype=torch.bfloat16, enabled=bf16):
             loss = loss_of(model, batch)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -310,6 +320,7 @@ def train(tc: TrainConfig) -> dict:
         "steps": step,
         "seconds": round(seconds + time.monotonic() - started, 1),  # what the last save recorded
         "threads": torch.get_num_threads(),
+        "autocast": "bfloat16" if bf16 else "float32",
         "device": torch.cuda.get_device_name(tc.device) if tc.device.startswith("cuda") else "cpu",
     }
 
@@ -330,7 +341,8 @@ def main(argv: list[str] | None = None) -> None:
     for name in ("steps", "batch_size", "examples", "seed", "save_every"):
         p.add_argument(f"--{name.replace('_', '-')}", type=int, default=getattr(TrainConfig, name))
     p.add_argument("--lr", type=float, default=TrainConfig.lr)
-    p.add_argument("--fp32", action="store_true", help="no bf16 autocast")
+    p.add_argument("--fp32", action="store_true", help="no bf16 autocast (default: bf16 where the hardware "
+                   "computes in it, a GPU or a CPU with AVX512-BF16 or AMX; fp32 elsewhere)")  # fmt: skip
     p.add_argument("--compile", action="store_true", help="torch.compile the loss (long runs)")
     p.add_argument(
         "--complementary", action="store_true", help="diffusion: train on both a mask and its complement"
@@ -352,7 +364,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     tc = TrainConfig(
         out=a.out, block_size=a.block_size, init=a.init, steps=a.steps, batch_size=a.batch_size,
-        examples=a.examples, seed=a.seed, save_every=a.save_every, lr=a.lr, bf16=not a.fp32,
+        examples=a.examples, seed=a.seed, save_every=a.save_every, lr=a.lr, bf16=False if a.fp32 else None,
         complementary=a.complementary, compile=a.compile, device=a.device,
     )  # fmt: skip
     run = train(tc)
