@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 from pathlib import Path
 
 from asr.whisper import Transcriber
 from llm.support.spoken import parse_order_id
 from voice.audio import load_audio
+from voice.environment import cpu_name
 from voice.report import normalize, percentile, wer
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "speech"
@@ -78,7 +78,7 @@ def main() -> None:
     ap.add_argument("--floors", type=float, nargs="+", default=[6, 8, 10, 15])
     args = ap.parse_args()
     sets = {"human clips": shared(False), "telephony 8 kHz": shared(True), "recordings/": recording_turns()}
-    print(f"# ASR window: {platform.processor() or platform.machine()}; int8 on the CPU, greedy")
+    print(f"# ASR window: {cpu_name()}; int8 on the CPU, greedy")
     print("# " + ", ".join(f"{name} {len(items)} utterances" for name, items in sets.items()))
     header = f"{'model':<8} {'window':<26}" + "".join(f"{name:>34}" for name in sets)
     print(header + "\n" + f"{'':<35}" + "   WER  numbers  p50 ms  p95 ms" * len(sets))

@@ -11,7 +11,6 @@ come fast; a turn end called "goes on" waits the longer window (600 ms) for noth
 from __future__ import annotations
 
 import argparse
-import platform
 import statistics
 import tempfile
 import time
@@ -22,6 +21,7 @@ from calls import human_calls
 from asr.whisper import Transcriber
 from voice.audio import load_audio
 from voice.endpointing import SmartTurn, goes_on
+from voice.environment import cpu_name
 from voice.replay import find_calls
 from voice.settings import VadConfig
 from voice.turns import Pause, Resume, Turn, TurnDetector
@@ -50,9 +50,7 @@ def main() -> None:
     ap.add_argument("--calls", nargs="+", choices=["recordings", "human"], default=["recordings", "human"])
     args = ap.parse_args()
     asr, model = Transcriber(window="auto"), SmartTurn()
-    print(
-        f"# end of turn: {platform.processor() or platform.machine()}; tiny.en fitted window, Smart Turn v3.2"
-    )
+    print(f"# end of turn: {cpu_name()}; tiny.en fitted window, Smart Turn v3.2")
     print(f"\n{'calls':<12}{'rule':<24}{'mid-turn pauses called complete':>34}"
           f"{'turn ends called goes on':>28}{'ms per judgement':>20}")  # fmt: skip
     for name in args.calls:

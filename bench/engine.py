@@ -27,6 +27,7 @@ from llm.engine.engine import Engine
 from llm.engine.model import Transformer
 from llm.engine.params import GenerationParams
 from llm.support.models import BUNDLED
+from voice.environment import cpu_name
 
 VOCAB = 4096
 
@@ -81,7 +82,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2)
     args = ap.parse_args()
     print(
-        f"# engine bench: {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, "
+        f"# engine bench: {cpu_name()}, {torch.get_num_threads()} threads, "
         f"torch {torch.__version__}, python {platform.python_version()}"
     )
     tmp = Path(tempfile.mkdtemp())

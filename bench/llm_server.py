@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 
 import torch
 
@@ -16,6 +15,7 @@ from llm.serving.loadgen import bench
 from llm.serving.process import ServerProcess
 from llm.support.dataset import answer_prompts
 from llm.support.models import model_dir, served_name
+from voice.environment import cpu_name
 
 
 def main() -> None:
@@ -26,7 +26,7 @@ def main() -> None:
     ap.add_argument("--dtype", choices=("float32", "bfloat16"), help="the server's (default: its own)")
     ap.add_argument("--threads", type=int, help="the server's CPU threads (default: its own)")
     args = ap.parse_args()
-    print(f"# server bench: {platform.machine()}, torch {torch.__version__}")
+    print(f"# server bench: {cpu_name()}, torch {torch.__version__}")
     print(f"# model {args.model}, dtype {args.dtype or 'default'}, threads {args.threads or 'default'}; "
           "server in its own process")  # fmt: skip
     print(f"# client and server share this machine's {os.cpu_count()} cores")

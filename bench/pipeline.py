@@ -16,7 +16,6 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import resource
 import statistics
 import sys
@@ -35,7 +34,7 @@ from llm.support.tools import store_agent
 from tts.piper import Synthesizer
 from voice.anchors import STAGES
 from voice.endpointing import SmartTurn
-from voice.environment import environment
+from voice.environment import cpu_name, environment
 from voice.replay import find_calls, run
 from voice.report import percentile
 from voice.settings import Settings
@@ -138,7 +137,7 @@ def main() -> None:
     Timeline.emit = timed_emit(Timeline.emit)
     tmp = Path(tempfile.mkdtemp(prefix="ttfat-human-"))
     paths = human_calls(tmp) if args.calls == "human" else ["recordings"]
-    print(f"# pipeline bench: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
+    print(f"# pipeline bench: {cpu_name()}, {os.cpu_count()} cores; "
           f"{args.calls} calls, {args.mode} replay, the bundled models (ASR tiny.en int8)")  # fmt: skip
     parts = (
         Transcriber(),

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import random
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from voice.environment import cpu_name
 
 ANSWERS = [  # clauses are drawn from their words
     "your order shipped with ups on monday and should arrive by friday the twelfth of december",
@@ -65,7 +66,7 @@ def main() -> None:
     if args.worker:
         print(json.dumps(worker(args.worker == "plans", args.clauses, args.threads)))
         return
-    print(f"{platform.processor() or platform.machine()}, {args.clauses} clauses of 2-30 words, "
+    print(f"{cpu_name()}, {args.clauses} clauses of 2-30 words, "
           f"{args.threads} onnxruntime thread(s); resident memory every 50 clauses")  # fmt: skip
     results = {}
     for name in ("plans", "no-plans"):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import subprocess
 import sys
@@ -24,6 +23,7 @@ import soundfile as sf
 
 from voice.anchors import STAGES
 from voice.audio import RATE, load_audio
+from voice.environment import cpu_name
 from voice.pulse import say, session, virtual_devices, wait_for_turns
 from voice.replay import find_calls
 
@@ -79,7 +79,7 @@ def main() -> None:
     args = ap.parse_args()
     out = Path(tempfile.mkdtemp(prefix="ttfat-talk-"))
     paths = clips(out, args.turns)
-    machine = platform.processor() or platform.machine()
+    machine = cpu_name()
     options = " ".join(args.options) or "defaults"
     print(f"# talk vs replay: {machine}; {len(paths)} turns of recordings/; {options}")
     live, said_s = talk(paths, out, args.options)

@@ -2,7 +2,7 @@
 diffusion layout, with examples one a row (padded to the longest: how training ran before) and packed
 several to a row, each eager and with the loss compiled (`compile = true` in the recipe), side by side
 in one run on the same batches. Also the share of each batch tensor that holds real tokens, and the
-packed eager step in the other autocast: bf16 where the trainer picks fp32 (`train.native_bf16`), and
+packed eager step in the other autocast: bf16 where the trainer picks fp32 (`native_bf16`), and
 the other way round; bf16 autocast was always on before, which on a CPU without bf16 hardware is the
 slow one, so it gets fewer timed steps (`--other-steps`).
 
@@ -21,12 +21,13 @@ from pathlib import Path
 
 import torch
 
+from llm.engine.checkpoint import native_bf16
 from llm.engine.model import Transformer
 from llm.engine.tokenizer import Tokenizer
 from llm.support.dataset import make_examples
 from llm.support.models import BUNDLED
 from llm.support.recipe import RECIPE, load_recipe, stage_config
-from llm.support.train import Batches, batch_loss, native_bf16, new_model_config, render
+from llm.support.train import Batches, batch_loss, new_model_config, render
 from voice.environment import cpu_name
 
 

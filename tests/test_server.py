@@ -279,3 +279,12 @@ def test_openapi_json_says_what_the_chat_endpoint_takes_and_answers(server):
     assert {"200", "400", "401", "413", "429"} <= set(chat["responses"])
     assert set(chat["responses"]["200"]["content"]) == {"application/json", "text/event-stream"}
     assert "text/plain" in spec["paths"]["/metrics"]["get"]["responses"]["200"]["content"]
+
+
+def test_bfloat16_is_called_slow_where_the_hardware_does_not_compute_in_it():
+    """`ttfat serve --dtype bfloat16` warns on such a CPU (emulated: a reply 2.3x slower on an EPYC)."""
+    from llm.serving.server import slow_dtype
+    from tests.test_train import cpu_computes_in_bf16
+
+    assert (slow_dtype("cpu", "bfloat16") is None) == cpu_computes_in_bf16()
+    assert slow_dtype("cpu", "float32") is None and slow_dtype("cpu", None) is None

@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from llm.engine.checkpoint import load_checkpoint, save_checkpoint
+from llm.engine.checkpoint import load_checkpoint, native_bf16, save_checkpoint
 from llm.engine.config import ModelConfig
 from llm.engine.model import Transformer
 from llm.engine.prefix_cache import common_prefix_len
@@ -71,15 +71,6 @@ class TrainConfig:
     bf16: bool | None = None  # bf16 autocast; None: where the hardware computes in bf16 (native_bf16)
     compile: bool = False  # torch.compile the loss: ~1.3x the steps/s here, after a minute compiling
     device: str = "cpu"
-
-
-def native_bf16(device: str) -> bool:
-    """Whether bf16 autocast makes training faster here: on a GPU, and on a CPU that computes in bf16
-    (AVX512-BF16 or AMX). Elsewhere oneDNN emulates bf16 and a step takes about 30 times as long as in
-    fp32 (an AMD EPYC with AVX2 only, bench/train_step.py)."""
-    if torch.device(device).type == "cuda":
-        return torch.cuda.is_bf16_supported()
-    return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
 
 
 def render(tok: Tokenizer, messages: list[dict], target: dict) -> tuple[list[int], list[int]]:
