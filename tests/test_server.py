@@ -13,9 +13,11 @@ from openai import OpenAI
 from llm.agentfile import load_agent_file
 from llm.serving.process import LocalServer
 from llm.serving.requests import Limits
+from llm.serving.server import slow_dtype
 from llm.support.models import model_dir
 from llm.support.policy import SYSTEM_PROMPT
 from llm.support.store import Store
+from tests.test_train import cpu_computes_in_bf16
 
 TOOLS = [t.schema for t in load_agent_file().tools]  # the bundled agent's tool schemas
 
@@ -283,8 +285,5 @@ def test_openapi_json_says_what_the_chat_endpoint_takes_and_answers(server):
 
 def test_bfloat16_is_called_slow_where_the_hardware_does_not_compute_in_it():
     """`ttfat serve --dtype bfloat16` warns on such a CPU (emulated: a reply 2.3x slower on an EPYC)."""
-    from llm.serving.server import slow_dtype
-    from tests.test_train import cpu_computes_in_bf16
-
     assert (slow_dtype("cpu", "bfloat16") is None) == cpu_computes_in_bf16()
     assert slow_dtype("cpu", "float32") is None and slow_dtype("cpu", None) is None

@@ -86,7 +86,6 @@ def serve(config: ServerConfig) -> None:
     import uvicorn
 
     from llm.engine.async_engine import AsyncEngine
-    from llm.engine.checkpoint import default_device_dtype
     from llm.engine.engine import Engine
     from llm.serving.routes import create_app
 
@@ -95,7 +94,7 @@ def serve(config: ServerConfig) -> None:
     engine = AsyncEngine(Engine(config.model, device=config.device, dtype=dtype, max_batch=config.max_batch))
     app = create_app(engine, config.name or config.model.name, config.api_key, config.limits)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    if warning := slow_dtype(default_device_dtype(config.device, dtype)[0], config.dtype):
+    if warning := slow_dtype(engine.engine.model.device.type, config.dtype):  # the device it loaded on
         logging.getLogger("ttfat.server").warning(warning)
     # SIGTERM: uvicorn stops accepting, lets requests under way finish for drain_s, then cancels them
     uvicorn.run(app, host=config.host, port=config.port, log_level="warning",
