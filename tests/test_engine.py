@@ -346,6 +346,8 @@ def test_invalid_params_are_rejected(block_dir):
         GenerationParams(cache="dual"),
         GenerationParams(threshold=1.5),
         GenerationParams(opening_floor={5: 1.5}),
+        GenerationParams(opening_floor={engine.config.vocab_size: 0.8}),
+        GenerationParams(opening_floor={-1: 0.8}),
         GenerationParams(temperature=-1),
     ):
         with pytest.raises(DecodingError):

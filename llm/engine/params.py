@@ -81,6 +81,10 @@ class GenerationParams:
             raise DecodingError(f"factor must be positive, not {p.factor}")
         if any(not 0.0 <= f <= 1.0 for f in p.opening_floor.values()):
             raise DecodingError(f"opening_floor probabilities must be in [0, 1], not {p.opening_floor}")
+        if outside := [t for t in p.opening_floor if not 0 <= t < cfg.vocab_size]:
+            raise DecodingError(
+                f"opening_floor token ids {outside} are outside the vocabulary (0 to {cfg.vocab_size - 1})"
+            )
         if p.temperature < 0:
             raise DecodingError(f"temperature must be >= 0, not {p.temperature}")
         return p
