@@ -4,6 +4,7 @@ engine computes when it decodes (no answer token can see itself through the mask
 from __future__ import annotations
 
 import json
+import random
 import re
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from llm.support.train import (
     first_fit,
     render,
     train,
+    turn_chains,
 )
 
 TINY = dict(hidden_size=64, num_layers=2, num_heads=4, intermediate_size=128, batch_size=8, examples=400,
@@ -275,7 +277,8 @@ def test_training_layout_equals_inference_logits(diffusion_dir, block, complemen
                 block_ids = torch.where(offs < 0, torch.arange(len(prompt) + a), len(prompt) + offs // block)
                 views = []
                 for c in range(2 if complementary else 1):  # each noisy copy, in label order
-                    noisy = row[q + (1 + c) * a : q + (2 + c) * a]
+                    lo = q + a - block + c * a  # after the clean copy, which leaves out its last block
+                    noisy = row[lo : lo + a]
                     targets = len(prompt) + torch.nonzero(noisy == cfg.mask_token_id).flatten()
                     # the engine's view when denoising the block of each target: clean blocks before
                     # it, the noisy block itself; later blocks do not exist yet (block attention)
@@ -315,18 +318,80 @@ def test_packing_examples_into_rows_changes_no_loss(diffusion_dir, block):
     model, tok = ckpt.model, ckpt.tokenizer
     pairs = [render(tok, e.messages, e.target) for e in make_examples(24, seed=5)]
     batches = Batches(pairs, ckpt.config, block, min_t=0.2, complementary=block > 1)
-    results = []
+    results, tokens = [], []
     for packed in (False, True):
         batch = batches.make(list(range(24)), torch.Generator().manual_seed(0), packed=packed)
         rows = len(batch.pop("segments")) and batch["ids"].shape[0]
+        tokens.append(int((batch["ids"] != ckpt.config.pad_token_id).sum()))
         model.zero_grad()
         loss = batch_loss(model, batch)
         loss.backward()
         results.append((rows, loss.detach(), [p.grad.clone() for p in model.parameters()]))
     (rows_one, loss_one, grads_one), (rows_packed, loss_packed, grads_packed) = results
     assert rows_one == 24 and rows_packed < 24
+    if block == 1:  # a turn's second call shares its first call's tokens (consecutive examples here)
+        chains = [c for c in batches.chains if len(c) > 1]
+        shared = sum(len(pairs[c[0]][0]) - batches.shared + len(pairs[c[0]][1]) for c in chains)
+        assert chains and tokens[1] == tokens[0] - shared
+    else:
+        assert tokens[1] == tokens[0]
     assert torch.allclose(loss_one, loss_packed, atol=1e-5)
     assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(grads_one, grads_packed, strict=True))
+
+
+def test_leaving_out_the_clean_copys_last_block_changes_no_loss(diffusion_dir):
+    """No noisy block sees the clean copy's last block, so diffusion rows leave it out: one block fewer
+    tokens an example, the same loss and gradients."""
+    from llm.support.dataset import make_examples
+
+    ckpt = load_checkpoint(diffusion_dir, device="cpu")
+    model, tok = ckpt.model, ckpt.tokenizer
+    pairs = [render(tok, e.messages, e.target) for e in make_examples(16, seed=7)]
+    results = []
+    for tail in (True, False):
+        batches = Batches(pairs, ckpt.config, 8, min_t=0.2, complementary=True, clean_tail=tail)
+        batch = batches.make(list(range(16)), torch.Generator().manual_seed(0), packed=False)
+        batch.pop("segments")
+        model.zero_grad()
+        loss = batch_loss(model, batch)
+        loss.backward()
+        tokens = int((batch["ids"] != ckpt.config.pad_token_id).sum())
+        results.append((tokens, loss.detach(), [p.grad.clone() for p in model.parameters()]))
+    (tokens_tail, loss_tail, grads_tail), (tokens, loss, grads) = results
+    assert tokens == tokens_tail - 8 * 16
+    assert torch.allclose(loss, loss_tail, atol=1e-5)
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(grads, grads_tail, strict=True))
+
+
+def test_turns_are_drawn_whole_and_every_example_is_in_one(diffusion_dir):
+    """A data turn's two calls form one chain (the second's prompt is the first's row); batches draw
+    whole chains, so the trainer's AR rows can hold both calls once."""
+    from llm.support.dataset import make_examples
+
+    ckpt = load_checkpoint(diffusion_dir, device="cpu")
+    examples = make_examples(60, seed=6)
+    pairs = [render(ckpt.tokenizer, e.messages, e.target) for e in examples]
+    chains = turn_chains(pairs)
+    assert [i for c in chains for i in c] == list(range(60))
+    for c in chains:
+        assert len(c) <= 2
+        if len(c) == 2:  # a tool call, then the answer that reads its result
+            assert examples[c[0]].target.get("tool_calls") and not examples[c[1]].target.get("tool_calls")
+    assert any(len(c) == 2 for c in chains) and any(len(c) == 1 for c in chains)
+    batches = Batches(pairs, ckpt.config, 1, min_t=0.2)
+    idx = batches.draw(random.Random(0), 32)
+    assert 32 <= len(idx) <= 33
+    assert all(run in chains for run in _runs(idx, chains))
+
+
+def _runs(idx: list[int], chains: list[list[int]]) -> list[list[int]]:
+    """``idx`` cut back into the chains it was drawn as (each chain is consecutive in it)."""
+    runs, at = [], 0
+    while at < len(idx):
+        chain = next(c for c in chains if c[0] == idx[at])
+        runs.append(idx[at : at + len(chain)])
+        at += len(chain)
+    return runs
 
 
 def test_first_fit_fills_rows_longest_first():

@@ -110,24 +110,53 @@ def first_fit(lengths: list[int], capacity: int) -> list[list[int]]:
     return bins
 
 
+def turn_chains(pairs: list[tuple[list[int], list[int]]]) -> list[list[int]]:
+    """Runs of consecutive examples each of whose prompt begins with the one before it, reply included
+    (a data turn's second call sees the first call's tool call): the examples that can share one
+    autoregressive row. Every example is in exactly one run, in order."""
+    chains: list[list[int]] = []
+    for i, (prompt, _) in enumerate(pairs):
+        before = pairs[i - 1][0] + pairs[i - 1][1] if i else None
+        if before is not None and prompt[: len(before)] == before:
+            chains[-1].append(i)
+        else:
+            chains.append([i])
+    return chains
+
+
 class Batches:
     """Encoded examples -> packed tensors for one stage (AR or block diffusion)."""
 
     def __init__(self, pairs: list[tuple[list[int], list[int]]], cfg: ModelConfig, block: int, min_t: float,
-                 complementary: bool = False):  # fmt: skip
+                 complementary: bool = False, clean_tail: bool = False):  # fmt: skip
         """`complementary`: a second noisy copy masks exactly what the first left visible, so every
-        answer token is trained on in every example (Fast-dLLM v2's complementary masks)."""
+        answer token is trained on in every example (Fast-dLLM v2's complementary masks).
+        `clean_tail`: keep the clean copy's last block, which no noisy block sees (rows were built so
+        before; it changes no loss, and bench/train_step.py times both)."""
         self.pairs, self.cfg, self.block, self.min_t = pairs, cfg, block, min_t
-        self.complementary = complementary
+        self.complementary, self.clean_tail = complementary, clean_tail
         self.shared = common_prefix([p for p, _ in pairs]) - 1  # keep >= 1 own prompt token each
         self.eos = cfg.eos_token_ids[0]
+        self.chains = turn_chains(pairs)
+        self._chain_of = {i: c for c in self.chains for i in c}
+
+    def draw(self, rng: random.Random, n: int) -> list[int]:
+        """Whole turns (`turn_chains`) at random until there are at least ``n`` examples: each example
+        as likely as before, and a turn's calls arrive together so an AR row can hold them once."""
+        idx: list[int] = []
+        while len(idx) < n:
+            idx += self.chains[rng.randrange(len(self.chains))]
+        return idx
 
     def make(self, idx: list[int], gen: torch.Generator, packed: bool = True) -> dict:
         """The examples ``idx`` packed into as few rows as the longest of them allows (``packed=False``:
         one a row, padded to the longest, which left half of a batch padding). Examples in one row see
         the shared prompt and themselves only; ``src`` indexes the flattened rows, and ``segments``
-        says where each example went: (row, offset, number of labels), labels in example order."""
-        rows = [self._row(*self.pairs[i], gen) for i in idx]
+        says where each example went: (row, offset, number of labels), labels in example order.
+        Packed AR rows also hold a turn's calls once (`turn_chains`): the second call's prompt is the
+        first call's row, so its tokens are not computed twice (a quarter of an AR batch's tokens)."""
+        units = self._units(idx) if packed and self.block == 1 else [[j] for j in range(len(idx))]
+        rows = [self._row(*self.pairs[idx[u[-1]]], gen) for u in units]
         lengths = [len(r["ids"]) for r in rows]
         n, s = max(lengths), self.shared
         bins = first_fit(lengths, n) if packed else [[j] for j in range(len(rows))]
@@ -136,7 +165,7 @@ class Batches:
         pos = torch.zeros((b, n), dtype=torch.long)
         mask = torch.zeros((b, 1, n, s + n), dtype=torch.bool)
         mask[:, 0, torch.arange(n), s + torch.arange(n)] = True  # padding sees itself
-        segments = [(0, 0, 0)] * len(rows)
+        placed = [(0, 0)] * len(rows)
         for i, members in enumerate(bins):
             at = 0
             for j in members:
@@ -144,12 +173,36 @@ class Batches:
                 ids[i, at : at + m], pos[i, at : at + m] = r["ids"], r["pos"]
                 mask[i, 0, at : at + m, :s] = True
                 mask[i, 0, at : at + m, s + at : s + at + m] = r["mask"]
-                segments[j] = (i, at, len(r["labels"]))
+                placed[j] = (i, at)
                 at += m
-        src = torch.cat([segments[j][0] * n + segments[j][1] + r["src"] for j, r in enumerate(rows)])
-        labels = torch.cat([r["labels"] for r in rows])
+        src, labels, segments = [None] * len(idx), [None] * len(idx), [(0, 0, 0)] * len(idx)
+        for u, r, (i, at) in zip(units, rows, placed, strict=True):
+            for j, (own_src, own_labels) in zip(u, self._members(u, idx, r), strict=True):
+                src[j], labels[j], segments[j] = i * n + at + own_src, own_labels, (i, at, len(own_labels))
         return {"prefix": torch.tensor([self.pairs[0][0][:s]]), "ids": ids, "pos": pos, "mask": mask,
-                "src": src, "labels": labels, "segments": segments}  # fmt: skip
+                "src": torch.cat(src), "labels": torch.cat(labels), "segments": segments}  # fmt: skip
+
+    def _units(self, idx: list[int]) -> list[list[int]]:
+        """Positions in ``idx`` grouped into one row each: a turn's consecutive calls together."""
+        units: list[list[int]] = []
+        for j, e in enumerate(idx):
+            if units and idx[units[-1][-1]] == e - 1 and e - 1 in self._chain_of[e]:
+                units[-1].append(j)
+            else:
+                units.append([j])
+        return units
+
+    def _members(self, unit: list[int], idx: list[int], row: dict) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """(src, labels) of each example of a row; earlier calls of a turn are read off the last one's
+        causal row at their own answer's place (their prompt and reply are its first tokens)."""
+        if len(unit) == 1:
+            return [(row["src"], row["labels"])]
+        out = []
+        for j in unit:
+            prompt, answer = self.pairs[idx[j]]
+            start = len(prompt) - self.shared
+            out.append((torch.arange(start - 1, start - 1 + len(answer)), torch.tensor(answer)))
+        return out
 
     def _row(self, prompt: list[int], answer: list[int], gen: torch.Generator) -> dict:
         s, p = self.shared, len(prompt)
@@ -170,21 +223,22 @@ class Batches:
         t = torch.rand(a // b, generator=gen).clamp(min=self.min_t).repeat_interleave(b)
         masked = torch.rand(a, generator=gen) < t
         copies = [masked, ~masked] if self.complementary else [masked]
-        q = len(own)
+        q, c0 = len(own), a if self.clean_tail else a - b  # no noisy block sees the clean last block
         noisy = [torch.where(m, self.cfg.mask_token_id, clean) for m in copies]
-        ids = torch.cat((own, clean, *noisy))
-        pos = torch.cat((torch.arange(s, p), *[torch.arange(p, p + a)] * (1 + len(copies))))
+        ids = torch.cat((own, clean[:c0], *noisy))
+        noisy_pos = [torch.arange(p, p + a)] * len(copies)
+        pos = torch.cat((torch.arange(s, p), torch.arange(p, p + c0), *noisy_pos))
         # prompt causal; clean block k sees prompt + clean <= k; noisy k sees prompt + clean < k + noisy k
         blk = torch.arange(a) // b
-        m = q + (1 + len(copies)) * a
+        m = q + c0 + len(copies) * a
         mask = torch.zeros(m, m, dtype=torch.bool)
         mask[:q, :q] = torch.ones(q, q, dtype=torch.bool).tril()
         mask[q:, :q] = True
-        mask[q : q + a, q : q + a] = blk[None, :] <= blk[:, None]
+        mask[q : q + c0, q : q + c0] = blk[None, :c0] <= blk[:c0, None]
         src, labels = [], []
         for c, chosen in enumerate(copies):
-            lo = q + (1 + c) * a
-            mask[lo : lo + a, q : q + a] = blk[None, :] < blk[:, None]
+            lo = q + c0 + c * a
+            mask[lo : lo + a, q : q + c0] = blk[None, :c0] < blk[:, None]
             mask[lo : lo + a, lo : lo + a] = blk[None, :] == blk[:, None]
             offsets = torch.nonzero(chosen).flatten()
             first = offsets % b == 0  # a block's first token is read from the clean copy
@@ -280,7 +334,7 @@ def train(tc: TrainConfig) -> dict:
         lr = tc.lr * min(1.0, (step + 1) / tc.warmup) * 0.5 * (1 + math.cos(math.pi * step / tc.steps))
         for group in opt.param_groups:
             group["lr"] = lr
-        idx = [order.randrange(len(pairs)) for _ in range(tc.batch_size)]
+        idx = batches.draw(order, tc.batch_size)
         batch = {k: v.to(tc.device) for k, v in batches.make(idx, gen).items() if k != "segments"}
         with torch.autocast(torch.device(tc.device).type, dtype=torch.bfloat16, enabled=bf16):
             loss = loss_of(model, batch)
