@@ -1,7 +1,8 @@
 """Faults a long run meets (issue 22): the LLM server killed mid-run (started again by its supervisor;
 the turns it missed are recorded as failed, later ones answered), `ttfat serve` stopped with SIGTERM
-(requests under way finish within the drain time), and a run directory that cannot be written (one
-clear line; what was written stays whole)."""
+(requests under way finish within the drain time), a replay killed with SIGKILL (the server it started
+ends with it), and a run directory that cannot be written (one clear line; what was written stays
+whole)."""
 
 from __future__ import annotations
 
@@ -34,10 +35,7 @@ def test_a_killed_server_is_started_again_and_the_replay_goes_on(tmp_path):
     while not (out / "turns.jsonl").exists() or len((out / "turns.jsonl").read_text().splitlines()) < 2:
         assert time.monotonic() < deadline and proc.poll() is None, "the replay did not get going"
         time.sleep(0.1)
-    server = subprocess.run(["pgrep", "-P", str(proc.pid), "-f", "llm.serving.server"], capture_output=True,
-                            text=True).stdout.split()  # fmt: skip
-    assert len(server) == 1
-    subprocess.run(["kill", "-9", server[0]], check=True)
+    subprocess.run(["kill", "-9", str(server_of(proc))], check=True)
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err[-2000:]
     assert "the LLM server exited" in err and "starting it again" in err
@@ -46,6 +44,39 @@ def test_a_killed_server_is_started_again_and_the_replay_goes_on(tmp_path):
     assert "error" in statuses or "timeout" in statuses, statuses  # the turns it missed: recorded
     first_failed = next(i for i, s in enumerate(statuses) if s != "ok")
     assert "ok" in statuses[first_failed:], statuses  # and answered again once it was back
+
+
+def server_of(proc: subprocess.Popen, deadline_s: float = 120) -> int:
+    """The pid of the LLM server a replay started, once it is running."""
+    deadline = time.monotonic() + deadline_s
+    while True:
+        found = subprocess.run(["pgrep", "-P", str(proc.pid), "-f", "llm.serving.server"],
+                               capture_output=True, text=True).stdout.split()  # fmt: skip
+        if found:
+            return int(found[0])
+        assert time.monotonic() < deadline and proc.poll() is None, "the replay started no server"
+        time.sleep(0.1)
+
+
+def alive(pid: int) -> bool:
+    state = Path(f"/proc/{pid}/stat")
+    try:  # a zombie (ended, not yet reaped by init) is not running
+        return state.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_a_replay_killed_with_sigkill_takes_its_server_with_it(tmp_path):
+    out = str(tmp_path / "r")
+    cmd = [sys.executable, "-m", "voice.cli", "replay", CALLS[0], "--mode", "fast", "--out", out]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = server_of(proc)
+    proc.kill()  # no handler runs: only the kernel closing our end of the pipe tells the server
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while alive(server) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(server), "the server outlived the replay that started it"
 
 
 def test_sigterm_lets_requests_under_way_finish(tmp_path):

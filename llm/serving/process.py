@@ -4,6 +4,7 @@ own process (so a load generator or a voice pipeline does not share its GIL or i
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -28,7 +29,10 @@ class ServerProcess:
 
     `supervise`: a server that dies while in use is started again on the same port (its requests in
     flight fail, and are recorded as failed by whoever made them; later ones are served again);
-    `restarts` counts how often."""
+    `restarts` counts how often.
+
+    The server ends with this process, however it ends (SIGKILL, out of memory): it holds the read end
+    of a pipe whose only write end is ours, and exits when that pipe closes (`watch_parent`)."""
 
     def __init__(
         self,
@@ -44,6 +48,7 @@ class ServerProcess:
         self.dtype, self.threads, self.start_timeout_s = dtype, threads, start_timeout_s
         self.supervise, self.restarts = supervise, 0
         self.closing = threading.Event()
+        self.lifeline: int | None = None  # our end of the pipe the server watches
 
     def __enter__(self) -> str:
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 (read when it fails, closed on exit)
@@ -60,6 +65,7 @@ class ServerProcess:
                 return
             print(f"ttfat: the LLM server exited (code {self.proc.returncode}); starting it again",
                   file=sys.stderr, flush=True)  # fmt: skip
+            self._let_go()
             try:
                 self._start()
                 self.restarts += 1
@@ -82,7 +88,12 @@ class ServerProcess:
         cmd += ["--name", self.name] if self.name else []
         cmd += ["--dtype", self.dtype] if self.dtype else []
         cmd += ["--threads", str(self.threads)] if self.threads else []
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.log)
+        read, self.lifeline = os.pipe()  # not inherited by other children: os.pipe's ends are not
+        cmd += ["--parent-fd", str(read)]
+        try:
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.log, pass_fds=(read,))
+        finally:
+            os.close(read)
         deadline = time.monotonic() + self.start_timeout_s
         while time.monotonic() < deadline and self.proc.poll() is None:
             try:
@@ -92,6 +103,7 @@ class ServerProcess:
                 time.sleep(0.1)
         self.proc.kill()
         self.proc.wait()
+        self._let_go()
         self.log.seek(0)
         tail = self.log.read().decode(errors="replace").strip().splitlines()[-5:]
         self.log.close()
@@ -102,7 +114,13 @@ class ServerProcess:
         self.closing.set()
         self.proc.terminate()
         self.proc.wait(timeout=10)
+        self._let_go()  # after the wait: closed first, it would cut the server's drain short
         self.log.close()
+
+    def _let_go(self) -> None:
+        if self.lifeline is not None:
+            os.close(self.lifeline)
+            self.lifeline = None
 
 
 class LocalServer:

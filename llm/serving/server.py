@@ -101,11 +101,27 @@ def serve(config: ServerConfig) -> None:
                 timeout_graceful_shutdown=config.drain_s)  # fmt: skip
 
 
+def watch_parent(fd: int) -> None:
+    """Exit when the pipe `fd` reads end-of-file: its write end belongs to the process that started us
+    (`ServerProcess`), and the kernel closes it however that process ends, SIGKILL included."""
+    import threading
+
+    def wait() -> None:
+        while os.read(fd, 1):  # the parent never writes; a byte would be no reason to stop
+            pass
+        os._exit(0)  # nobody is left to answer: no drain
+
+    threading.Thread(target=wait, daemon=True, name="parent watch").start()
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m llm.serving.server", description=__doc__.split("\n\n")[0])
     p.add_argument("--model", type=Path, required=True, help="checkpoint directory")
+    p.add_argument("--parent-fd", type=int, help="exit when this pipe closes (the parent ended)")
     add_arguments(p)
     args = p.parse_args(argv)
+    if args.parent_fd is not None:
+        watch_parent(args.parent_fd)  # before the model loads, which takes seconds
     serve(config_from_args(args, args.model, args.model.name))
 
 
