@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 demo: setup
-	$(VENV)/bin/ttfat replay recordings/ --out runs/demo --html runs/demo/report.html
+	$(VENV)/bin/ttfat replay recordings/ --out runs/demo --force --html runs/demo/report.html
 
 test: setup
 	$(VENV)/bin/ruff check .

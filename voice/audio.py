@@ -18,6 +18,11 @@ RATE = 16000  # what the turn detector and the ASR take
 AUDIO_SUFFIXES = (".wav", ".flac", ".mp3", ".ogg", ".oga", ".opus", ".m4a")
 
 
+# What FFmpeg (through PyAV) raises on a hostile header, besides its own errors
+DECODE_ERRORS = (UnicodeDecodeError, IndexError, ValueError, AttributeError, TypeError, OverflowError,
+                 ZeroDivisionError, MemoryError)  # fmt: skip
+
+
 class AudioError(ValueError):
     """A file that cannot be used as caller audio; the message says why."""
 
@@ -51,6 +56,27 @@ def pick_channel(planar: np.ndarray, channel: int | str) -> int:
     return int(channel)
 
 
+def probe_audio(path: str | Path) -> None:
+    """Raise AudioError for a file `load_audio` would refuse at once: missing, not a file, no audio
+    stream, or a first frame that does not decode. Milliseconds a file: a run checks every input before
+    it loads anything (a file that breaks off later still gives the audio before the break)."""
+    import av
+
+    path = Path(path)
+    if not path.is_file():
+        raise AudioError(f"{path}: {'not a file' if path.exists() else 'no such file'}")
+    try:
+        with av.open(str(path)) as container:
+            if not container.streams.audio:
+                raise AudioError(f"{path}: no audio stream in this file")
+            if next(container.decode(container.streams.audio[0]), None) is None:
+                raise AudioError(f"{path}: the file holds no audio samples")
+    except AudioError:
+        raise
+    except (av.error.FFmpegError, *DECODE_ERRORS) as e:
+        raise AudioError(f"{path}: cannot decode ({type(e).__name__}: {e}); corrupt or not audio") from e
+
+
 def load_audio(path: str | Path, channel: int | str = "auto") -> Audio:
     """Decode a file into 16 kHz mono float32. Raises AudioError for a missing, unreadable, corrupt or
     empty file. A file that breaks off (truncated, garbage after its frames) gives the audio decoded up to
@@ -71,9 +97,7 @@ def load_audio(path: str | Path, channel: int | str = "auto") -> Audio:
             declared = _declared_seconds(container, stream, path)
     except AudioError:
         raise
-    except (av.error.FFmpegError, UnicodeDecodeError, IndexError, ValueError, AttributeError, TypeError,
-            OverflowError, ZeroDivisionError, MemoryError) as e:  # fmt: skip
-        # what FFmpeg (through PyAV) does with a hostile header is any of these
+    except (av.error.FFmpegError, *DECODE_ERRORS) as e:
         raise AudioError(f"{path}: cannot decode ({type(e).__name__}: {e}); corrupt or not audio") from e
     if not rate or rate < 1:
         raise AudioError(f"{path}: the file gives no sample rate; corrupt or not audio")

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from voice.audio import AUDIO_SUFFIXES, RATE, AudioError, load_audio
+from voice.audio import AUDIO_SUFFIXES, RATE, AudioError, load_audio, probe_audio
 from voice.call import Call
 from voice.runlog import RunDirError, RunLog
 from voice.settings import Settings
@@ -35,6 +35,7 @@ class CallInput:
     path: Path
     channel: int | str = "auto"
     reference: list[dict] | None = None  # the manifest's turns
+    named: bool = False  # given on the command line itself, not found in a folder or a manifest
 
 
 def read_manifest(path: Path) -> list[CallInput]:
@@ -65,13 +66,24 @@ def find_calls(paths: list[str], channel: int | str = "auto") -> list[CallInput]
         elif p.suffix == ".jsonl":
             calls += read_manifest(p)
         else:  # a file (a missing or unreadable one becomes a failed call, not a crash)
-            calls.append(CallInput(p.stem, p, channel))
+            calls.append(CallInput(p.stem, p, channel, named=True))
     seen: dict[str, int] = {}
     for c in calls:
         seen[c.name] = seen.get(c.name, 0) + 1
         if seen[c.name] > 1:
             c.name = f"{c.name}-{seen[c.name]}"
     return calls
+
+
+def check_calls(calls: list[CallInput]) -> None:
+    """What `ttfat replay` refuses before a model loads: a file that is not there, and a file named on
+    the command line that does not open as audio (`probe_audio`). A damaged recording found in a folder
+    or a manifest is data, not a typo: it is replayed as a failed call, as `run` records it."""
+    for call in calls:
+        if call.named:
+            probe_audio(call.path)
+        elif not call.path.is_file():
+            raise AudioError(f"{call.path}: no such file")
 
 
 class References:

@@ -112,6 +112,35 @@ class RunLog:
             mirror.end(summary)
 
 
+RUN_FILES = ("events.jsonl", "turns.jsonl", "summary.json")
+
+
+def holds_run(path: Path) -> bool:
+    """A run's files are there (or, for an A/B run's directory, in a folder of it)."""
+    folders = [path, *(p for p in path.iterdir() if p.is_dir())] if path.is_dir() else []
+    return any((folder / name).is_file() for folder in folders for name in RUN_FILES)
+
+
+def check_run_dir(out: Path, resume: bool = False, force: bool = False) -> None:
+    """What a run would find out about its directory only after loading everything: a path that is
+    not a folder, one it cannot create or write into, a finished run it would overwrite. Leaves
+    nothing behind."""
+    import tempfile
+
+    if out.exists() and not out.is_dir():
+        raise RunDirError(f"{out}: not a directory")
+    if holds_run(out) and not (resume or force):
+        raise RunDirError(f"{out} holds a run already: --resume to finish it, --force to replace it, "
+                          "or another --out")  # fmt: skip
+    existing = next(p for p in (out, *out.parents) if p.exists())  # "." at worst
+    if not existing.is_dir():
+        raise RunDirError(f"{out}: {existing} is not a directory")
+    try:  # a real write: permission bits do not stop root, a read-only file system does
+        tempfile.TemporaryFile(dir=existing).close()
+    except OSError as e:
+        raise RunDirError(f"{out}: cannot write into {existing} ({e.strerror or e})") from None
+
+
 def _lines(path: Path) -> list[dict]:
     """The complete lines of a JSONL file (a crash can leave the last one half written)."""
     out = []

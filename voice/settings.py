@@ -82,8 +82,8 @@ class Settings:
             raise SettingsError(
                 "preempting the answer, or ending turns by their words, needs speculative ASR"
             )
+        self.vad.validate(16000)  # every call is resampled to 16 kHz for webrtcvad (voice/audio.py)
 
     def serial(self) -> Settings:
         """The same settings with every lever of the overlapped pipeline off."""
         return replace(self, **dict.fromkeys(LEVERS, False))
-        self.vad.validate(16000)

@@ -38,8 +38,15 @@ COMMANDS = (
 )
 
 
+class Parser(argparse.ArgumentParser):
+    """A mistake on the command line is one line, like every other mistake (not the usage screen)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="ttfat",
         description="Measure how long a caller waits for a useful answer from a voice agent built on a "
         "local diffusion LLM, and how much of that wait is the model. Start with: ttfat replay recordings/",

@@ -11,6 +11,7 @@ from voice.cli.stack import (
     endpoints,
     mirrors_from_args,
     open_stack,
+    plan_stack,
     settings_from_args,
 )
 from voice.settings import SettingsError
@@ -30,15 +31,24 @@ def add_parser(sub) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH", help="audio files, folders or manifest.jsonl files")
     add_mode_args(p)
     p.add_argument("--concurrency", type=int, default=1, help="calls replayed at once (default %(default)s)")
-    p.add_argument("--out", help="run directory (default runs/replay-DATE-TIME)")
+    p.add_argument("--out", help="run directory (default runs/replay-DATE-TIME); one that holds a run "
+                   "is refused unless --resume or --force")  # fmt: skip
+    p.add_argument("--force", action="store_true", help="with --out: replace the run the directory holds")
     p.add_argument("--resume", action="store_true",
                    help="with --out: replay only the calls the run directory does not hold complete (after a "
                    "crash or Ctrl-C); a call cut short is replayed whole; the report covers all")  # fmt: skip
-    p.add_argument("--channel", default="auto", help="caller channel of stereo files: auto (loudest), 0, 1")
+    p.add_argument("--channel", default="auto", type=channel_arg,
+                   help="caller channel of stereo files: auto (loudest), 0, 1")  # fmt: skip
     p.add_argument("--html", metavar="FILE", help="also write the HTML report (one offline page, every turn)")
     add_stack_args(p)
     add_mirror_args(p)
     p.set_defaults(func=run)
+
+
+def channel_arg(value: str) -> int | str:
+    if value == "auto" or value.isdigit():
+        return value if value == "auto" else int(value)
+    raise argparse.ArgumentTypeError(f"auto or a channel number (0, 1, ...), not {value!r}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,23 +58,30 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from voice.cli.report import write_html
-    from voice.replay import find_calls, run_ab
+    from voice.replay import check_calls, find_calls, run_ab
     from voice.replay import run as replay
     from voice.report import compare_report, text_report
+    from voice.runlog import check_run_dir
 
-    channel = args.channel if args.channel == "auto" else int(args.channel)
-    calls = find_calls(args.paths, channel)
+    # Everything that can be wrong is found here, in milliseconds, before a model loads (issue 45)
     settings = settings_from_args(args, args.mode, playback_latency_ms=args.playback_latency_ms)
-    if args.resume and not args.out:
-        raise SettingsError("--resume needs --out: the run directory to finish")
-    out = Path(args.out or time.strftime("runs/replay-%Y%m%d-%H%M%S"))
+    for flag, what in (("resume", "finish"), ("force", "replace")):
+        if getattr(args, flag) and not args.out:
+            raise SettingsError(f"--{flag} needs --out: the run directory to {what}")
+    if args.concurrency < 1:
+        raise SettingsError(f"--concurrency must be at least 1, not {args.concurrency}")
     if len(endpoints(args)) > 1 and (
         args.concurrency != 1 or args.mqtt or args.otlp or args.html or args.resume
     ):
         raise SettingsError("an A/B run replays one call at a time, without --mqtt, --otlp, --html or "
                             "--resume (ttfat report each run directory after it)")  # fmt: skip
+    plan = plan_stack(args)
+    calls = find_calls(args.paths, args.channel)
+    check_calls(calls)
+    out = Path(args.out or time.strftime("runs/replay-%Y%m%d-%H%M%S"))
+    check_run_dir(out, resume=args.resume, force=args.force)
     with contextlib.ExitStack() as stack:
-        arms = open_stack(args, stack, settings, mode=args.mode, concurrency=args.concurrency,
+        arms = open_stack(args, stack, settings, plan, mode=args.mode, concurrency=args.concurrency,
                           inputs=args.paths)  # fmt: skip
         if len(arms) > 1:
             summaries = asyncio.run(run_ab(calls, arms, settings, out))

@@ -7,9 +7,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import dataclass
+from pathlib import Path
 
 from asr.whisper import WINDOWS
-from voice.settings import MODES, Settings, VadConfig
+from voice.settings import MODES, Settings, SettingsError, VadConfig
 
 
 def add_agent_arg(p: argparse.ArgumentParser) -> None:
@@ -127,8 +129,6 @@ def settings_from_args(args: argparse.Namespace, mode: str, **more) -> Settings:
 def endpoints(args: argparse.Namespace) -> list[tuple[str | None, str | None]]:
     """(url, model) of each endpoint a run measures, --llm-url and --llm-model paired in order (a url of
     None: our server, started here for that model). More than one: an A/B run."""
-    from voice.settings import SettingsError
-
     urls, models = args.llm_url or [], args.llm_model or []
     if not urls:
         return [(None, m) for m in models] or [(None, None)]
@@ -139,24 +139,53 @@ def endpoints(args: argparse.Namespace) -> list[tuple[str | None, str | None]]:
     ]
 
 
+@dataclass
+class StackPlan:
+    """What `open_stack` will load, found and checked first (`plan_stack`): no model is loaded and no
+    server started until every input of the run is known to be usable."""
+
+    spec: object  # the agent file (llm.agentfile.AgentSpec)
+    servers: dict[str, Path]  # the model our server is started for, per endpoint without --llm-url
+
+
+def plan_stack(args: argparse.Namespace) -> StackPlan:
+    """Read the agent file and find every model the stack needs; raises the project's one-line errors."""
+    from asr.whisper import bundled_model
+    from llm.agentfile import BUNDLED_AGENT, load_agent_file
+    from llm.support.models import ModelNotFound, model_dir
+    from tts.piper import voice_files
+
+    if args.max_tokens is not None and args.max_tokens < 1:
+        raise SettingsError(f"--max-tokens must be at least 1, not {args.max_tokens}")
+    servers = {}
+    for url, model in endpoints(args):
+        if url is None:
+            path = servers[model or "bundled"] = model_dir(model or "bundled")
+            if not (path / "config.json").is_file():
+                raise ModelNotFound(f"{path}: not a checkpoint directory (no config.json); --llm-model takes "
+                                    "bundled, bundled-ar or a checkpoint directory")  # fmt: skip
+    bundled_model(args.asr_model)  # found, not loaded
+    voice_files(args.tts_voice)
+    return StackPlan(load_agent_file(args.agent or BUNDLED_AGENT), servers)
+
+
 def open_stack(
-    args: argparse.Namespace, stack, settings: Settings, **env_extra
+    args: argparse.Namespace, stack, settings: Settings, plan: StackPlan, **env_extra
 ) -> list[tuple[str, object, dict]]:
     """(label, Stages, environment) for each endpoint the run measures (one, or several for an A/B run;
     they share the ASR and TTS); servers it starts are closed with `stack`."""
     from dataclasses import asdict
 
     from asr.whisper import Transcriber
-    from llm.agentfile import BUNDLED_AGENT, load_agent_file
     from llm.serving.client import OpenAIChat, check_endpoint, server_info
     from llm.serving.process import ServerProcess
-    from llm.support.models import model_dir, served_name
+    from llm.support.models import served_name
     from tts.piper import Synthesizer
     from voice.endpointing import SmartTurn
     from voice.environment import environment
     from voice.stages import Stages
 
-    spec = load_agent_file(args.agent or BUNDLED_AGENT)  # before any model loads: a bad file fails fast
+    spec = plan.spec
     knobs = {k: v for k, v in [("threshold", args.threshold), ("steps", args.steps),
                                ("block_length", args.block_length)] if v is not None}  # fmt: skip
     extra = {**spec.decoding, **knobs}
@@ -171,7 +200,7 @@ def open_stack(
         if url is None:
             local = model or "bundled"
             print(f"ttfat: starting the LLM server ({local}) on a free loopback port", file=sys.stderr)
-            url = stack.enter_context(ServerProcess(model_dir(local), served_name(local), supervise=True))
+            url = stack.enter_context(ServerProcess(plan.servers[local], served_name(local), supervise=True))
             model = served_name(local)
         model = check_endpoint(url, model or spec.model, tools, args.api_key)
         chat = OpenAIChat(url, model=model, api_key=args.api_key, extra=extra, max_tokens=args.max_tokens)

@@ -10,6 +10,7 @@ from voice.cli.stack import (
     endpoints,
     mirrors_from_args,
     open_stack,
+    plan_stack,
     settings_from_args,
 )
 from voice.settings import SettingsError
@@ -43,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
 
     from voice.live import DeviceSpeaker, Microphone, device_arg, list_devices
     from voice.report import text_report
+    from voice.runlog import check_run_dir
     from voice.talk import talk
 
     if args.list_devices:
@@ -51,13 +53,15 @@ def run(args: argparse.Namespace) -> int:
     if len(endpoints(args)) > 1:
         raise SettingsError("talk measures one endpoint: give one --llm-url (or --llm-model)")
     settings = settings_from_args(args, "realtime")
+    plan = plan_stack(args)  # before a device opens or a model loads
     out = Path(args.out or time.strftime("runs/talk-%Y%m%d-%H%M%S"))
+    check_run_dir(out)
     mic = Microphone(device_arg(args.input_device), settings.vad.frame_ms)
     with contextlib.ExitStack() as stack:
         speaker = DeviceSpeaker(device_arg(args.output_device))
         stack.callback(speaker.close)
         devices = {"input": args.input_device, "output": args.output_device, "latency_ms": speaker.latency_ms}
-        [(_, stages, env)] = open_stack(args, stack, settings, mode="live", devices=devices)
+        [(_, stages, env)] = open_stack(args, stack, settings, plan, mode="live", devices=devices)
         mirrors = mirrors_from_args(args, out.name, env)  # --mqtt, --otlp
         summary = asyncio.run(talk(stages, settings, out, mic, speaker, env, mirrors, args.seconds))
     print(text_report(summary))
