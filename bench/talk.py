@@ -1,5 +1,5 @@
 """Live talk against replay on the same audio (issue 19, lever 6): caller turns cut from recordings/ are
-said into `ttfat talk` through virtual PulseAudio devices (voice/pulse.py), one at a time, and then
+said into `ttfat talk` through virtual PulseAudio devices (tests/pulse.py), one at a time, and then
 replayed in real time through `ttfat replay` as one call with each turn at the moment it was said, so
 both see the same conversation (an answer depends on the turns before it); first useful audio heard
 and its stages, side by side. The target: talk within 100 ms of replay.
@@ -24,8 +24,10 @@ import soundfile as sf
 from voice.anchors import STAGES
 from voice.audio import RATE, load_audio
 from voice.environment import cpu_name
-from voice.pulse import say, session, virtual_devices, wait_for_turns
 from voice.replay import find_calls
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the virtual devices are the tests' helper
+from tests.pulse import say, session, virtual_devices, wait_for_turns  # noqa: E402
 
 METRICS = [("first_useful_audio_ms", "first useful audio heard"), ("ttfat_ms", "TTFAT")] + [
     (s.key, s.label) for s in STAGES[:-1]

@@ -1,7 +1,7 @@
 """Make the sample support calls in recordings/ and their manifest, deterministically.
 
 The replay benchmark needs calls whose timing truth is known exactly: when each caller turn really
-ends (t0, DESIGN.md section 2) and what a correct answer must say. Real recordings cannot give that
+ends (t0, docs/timing.md) and what a correct answer must say. Real recordings cannot give that
 to the millisecond, so the caller is the bundled piper voice (noise_scale=0: piper's own noise cannot
 be seeded) and every other choice is seeded:
 

@@ -1,4 +1,4 @@
-"""Events over MQTT against a real mosquitto (DESIGN.md §9): the collected run equals the local run log,
+"""Events over MQTT against a real mosquitto: the collected run equals the local run log,
 many workers make one run, and a broker that is absent or dies never stops the pipeline or its log."""
 
 from __future__ import annotations

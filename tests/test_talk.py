@@ -1,4 +1,4 @@
-"""`ttfat talk` end to end on virtual audio devices (voice/pulse.py: PulseAudio with a null sink as the
+"""`ttfat talk` end to end on virtual audio devices (tests/pulse.py: PulseAudio with a null sink as the
 caller's line, whose monitor is the microphone, and a null sink as the speaker, which the test
 records)."""
 
@@ -16,8 +16,8 @@ import pytest
 import soundfile as sf
 
 from asr.whisper import Transcriber
+from tests.pulse import OUT_RATE, PulseError, pulse_log, say, session, virtual_devices, wait_for_turns
 from voice.audio import load_audio, resample
-from voice.pulse import OUT_RATE, PulseError, pulse_log, say, session, virtual_devices, wait_for_turns
 from voice.replay import find_calls
 from voice.report import normalize
 from voice.runlog import read_audio

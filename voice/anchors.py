@@ -1,4 +1,4 @@
-"""The anchors of a turn (DESIGN.md §2), in one table that the timeline, the reports, the HTML page, the
+"""The anchors of a turn (docs/timing.md), in one table that the timeline, the reports, the HTML page, the
 live console, the benchmarks and the tests all read.
 
 Each anchor is an event on the call's clock; its `metric` is its time in ms from t0 (the end of the
@@ -40,7 +40,7 @@ ANCHORS: tuple[Anchor, ...] = (
         stage=("asr_stage_ms", "ASR"),
         reported=False,
         console=True,
-        # a transcript made on a pause, before the endpoint (DESIGN.md §2), even before the refined t0
+        # a transcript made on a pause, before the endpoint (docs/timing.md), even before the refined t0
         # when the VAD fell silent ahead of the energy's end of speech
         speculative_after=(),
     ),

@@ -7,7 +7,7 @@ it has `min_words` words: the caller waits for that clause's synthesis, which gr
 ("Your order is still processing | and ships on Thursday,"); later clauses are synthesized while
 earlier ones play. Never inside an amount ("twelve dollars and ninety eight cents").
 A *filler* clause ("Sure.", "One moment.", "Let me check.") carries no answer: the first clause that is
-not filler is where the first *useful* token and the first *useful* audio are (DESIGN.md §2). Besides
+not filler is where the first *useful* token and the first *useful* audio are (docs/timing.md). Besides
 these common ones, an agent names its own fillers (what its model says before a tool call).
 """
 

@@ -1,4 +1,4 @@
-"""What a report must say about where and how it was measured (DESIGN.md §2): hardware, OS, Python
+"""What a report must say about where and how it was measured (docs/timing.md): hardware, OS, Python
 and library versions. Settings and models are added by the command that ran."""
 
 from __future__ import annotations

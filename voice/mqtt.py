@@ -1,4 +1,4 @@
-"""Timeline events and turn records over MQTT (DESIGN.md §9), so one collector can gather the runs of
+"""Timeline events and turn records over MQTT, so one collector can gather the runs of
 many workers (`ttfat collect`, in voice/collect.py) while each worker keeps its own run log.
 
 Topics are `ttfat/<run>/<call>/<event>`, `ttfat/<run>/<call>/turn` for turn records and

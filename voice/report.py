@@ -1,7 +1,7 @@
 """Reports over turn records: percentiles with failures counted, where the wait went (stages, and the
 LLM's share of it), quality beside latency, and the side-by-side comparison of two runs.
 
-Failures are never dropped (DESIGN.md §2): a turn whose status is not ok and that never reached an
+Failures are never dropped (docs/timing.md): a turn whose status is not ok and that never reached an
 anchor counts as +inf for every latency measured from t0, so p95 shows the tail a caller really
 lives through; the success rate is printed beside the percentiles. Durations (stages, tool calls,
 the LLM's wait) are measured where they happened.

@@ -1,4 +1,4 @@
-"""Starting on a turn before it is declared over (DESIGN.md §2, speculative work).
+"""Starting on a turn before it is declared over (docs/timing.md, work started ahead of the endpoint).
 
 When the caller falls silent within a turn (a `Pause`), an `Attempt` transcribes the audio so far and,
 when preempting, runs the answer on that transcript: the agent, its tools (lookups, which change

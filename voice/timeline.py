@@ -1,5 +1,5 @@
 """Where TTFAT is computed: one call's events on one monotonic clock, and the turn records derived
-from them (the timing contract of DESIGN.md §2, the anchors of voice/anchors.py).
+from them (the timing contract of docs/timing.md, the anchors of voice/anchors.py).
 
 Stages only *emit* events (`Timeline.emit`); everything measured is derived here, from `t0`, the end
 of the caller's last voiced frame, not the moment the endpointer decided: every anchor's ms from t0

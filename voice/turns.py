@@ -3,7 +3,7 @@
 A turn starts when `start_ratio` of the last `start_ms` of frames are voiced, and ends when `end_ratio`
 of the last `end_ms` are unvoiced. That decision (the *endpoint*) lags the end of speech by about
 `end_ms`; t0, the end of the last voiced frame, is recovered from frame counts, so it does not depend
-on when the detector decided (DESIGN.md §2, §4).
+on when the detector decided (docs/timing.md).
 
 webrtcvad keeps saying "speech" for about 100 ms after speech ends (its own smoothing), so its last
 voiced frame is late. t0 is refined on 10 ms sub-frames: the end of the last one whose energy is within

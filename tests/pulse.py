@@ -1,4 +1,4 @@
-"""Virtual audio devices for `ttfat talk` without hardware (DESIGN.md §8), for its tests and its
+"""Virtual audio devices for `ttfat talk` without hardware (PulseAudio null sinks), for its tests and its
 benchmark: a PulseAudio daemon with a null sink as the caller's line (its monitor, remapped, is the
 microphone) and a null sink as the speaker, which `Capture` records. sounddevice reaches them through
 ALSA's pulse plugin; PULSE_SOURCE / PULSE_SINK in the environment pick them."""
