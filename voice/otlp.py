@@ -127,6 +127,10 @@ class TraceExporter:
         parent = trace.set_span_in_context(root)
 
         ends = [done.t_ns]
+        # A turn the caller went on with after its endpoint restarts there: the answer dropped then, and
+        # the first t0 and endpoint, belong to no record (its ASR attempts stay, kept or not)
+        resumed = max((i for i, e in enumerate(events) if e.name == "turn_resumed"), default=-1)
+        answer = events[resumed + 1 :]
 
         def span(name: str, a: int, b: int, attributes: dict, kind=trace.SpanKind.INTERNAL, marks=()) -> None:
             """A stage of the turn, from `a` to `b` on the call's clock, with (name, t_ns) events."""
@@ -142,17 +146,17 @@ class TraceExporter:
         if t0 and endpoint:
             span("endpointing", t0.t_ns, endpoint.t_ns, {"ttfat.cut": endpoint.data.get("cut")})
         self._asr_spans(events, endpoint, span)
-        for e in events:
+        for e in answer:
             if e.name == "llm_call":
                 self._llm_span(e, span)
-        starts = [e for e in events if e.name == "tool_start"]
-        for begin, end in zip(starts, [e for e in events if e.name == "tool_end"], strict=False):
+        starts = [e for e in answer if e.name == "tool_start"]
+        for begin, end in zip(starts, [e for e in answer if e.name == "tool_end"], strict=False):
             tool = begin.data["tool"]
             span(f"execute_tool {tool}", begin.t_ns, end.t_ns, {
                 "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool,
                 "gen_ai.tool.call.arguments": begin.data.get("arguments") or "",
             })  # fmt: skip
-        for e in events:
+        for e in answer:
             if e.name == "clause" and e.data.get("synth_ns") is not None:
                 attributes = {"ttfat.text": e.data["text"], "ttfat.filler": bool(e.data.get("filler"))}
                 span("tts", e.data["synth_ns"], e.t_ns, attributes)
@@ -161,7 +165,7 @@ class TraceExporter:
             end = barge.data.get("stopped_ns", barge.t_ns) if barge else heard_end.t_ns if heard_end else None
             if end is not None:
                 span("playback", heard.t_ns, max(end, heard.t_ns), {"ttfat.barge_in": bool(barge)})
-        for e in events:  # the anchors, as events on the turn's span
+        for e in answer:  # the anchors, as events on the turn's span
             if e.name in ("t0", "endpoint", "asr_final", "first_answer_token", "first_useful_token",
                           "first_audio_heard", "first_useful_audio_heard", "barge_in"):  # fmt: skip
                 root.add_event(e.name, timestamp=at(e.t_ns))
