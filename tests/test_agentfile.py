@@ -393,7 +393,7 @@ def test_the_bundled_agent_file_gives_the_records_of_the_agent_built_in_code(tmp
     from asr.whisper import Transcriber
     from llm.agent import Agent
     from llm.serving.process import ServerProcess
-    from llm.support.models import model_dir
+    from llm.support.models import BUNDLED
     from llm.support.spoken import parse_order_id
     from llm.support.store import order_id_argument
     from llm.support.tools import store, store_agent
@@ -418,7 +418,7 @@ def test_the_bundled_agent_file_gives_the_records_of_the_agent_built_in_code(tmp
     calls = [c for c in find_calls([str(ROOT / "recordings")]) if c.name in ("call01", "call02")]
     transcriber, synthesizer = Transcriber(window="auto"), Synthesizer(noise_scale=0, noise_w_scale=0)
     seen = {}
-    with ServerProcess(model_dir("bundled"), "bundled") as url:
+    with ServerProcess(BUNDLED["bundled"], "bundled") as url:
         chat = OpenAIChat(url, model="bundled")
         code = Agent(chat, CodeTools(), SYSTEM_PROMPT, fillers=tuple(FILLERS.values()), words=caller_words)
         for name, agent in [("file", store_agent(chat)), ("code", code)]:

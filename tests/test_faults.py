@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 
 from llm.serving.process import free_port
-from llm.support.models import model_dir
+from llm.support.models import BUNDLED
 from llm.support.policy import SYSTEM_PROMPT
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,7 +50,7 @@ def test_a_killed_server_is_started_again_and_the_replay_goes_on(tmp_path):
 
 def test_sigterm_lets_requests_under_way_finish(tmp_path):
     port = free_port()
-    model = str(model_dir("bundled"))
+    model = str(BUNDLED["bundled"])
     cmd = [
         sys.executable,
         "-m",

@@ -149,8 +149,8 @@ def open_stack(
     from asr.whisper import Transcriber
     from llm.agentfile import BUNDLED_AGENT, load_agent_file
     from llm.serving.client import OpenAIChat, check_endpoint, server_info
+    from llm.serving.models import model_dir, served_name
     from llm.serving.process import ServerProcess
-    from llm.support.models import model_dir, served_name
     from tts.piper import Synthesizer
     from voice.endpointing import SmartTurn
     from voice.environment import environment
