@@ -35,7 +35,7 @@ from llm.engine.model import Transformer
 from llm.engine.prefix_cache import common_prefix_len
 from llm.engine.tokenizer import Tokenizer
 from llm.support.bpe import save_tokenizer, train_tokenizer
-from llm.support.dataset import make_examples
+from llm.support.conversations import make_examples
 from llm.support.policy import FILLERS, SYSTEM_PROMPT
 
 # A reply may open with a tool call's filler word only when the model gives it at least this probability
