@@ -82,11 +82,11 @@ def test_the_model_registry_knows_no_names_of_its_own():
     """The serving side's registry imports nothing of the support line (nor torch) and starts empty;
     the bundled names are there once the support line's models module is imported, and that module
     loads nothing else of the support line."""
-    code = "import llm.serving.models as m, sys\nprint(sorted(m.MODELS))\nprint(sorted(sys.modules))"
+    code = "import json, sys, llm.serving.models as m\nprint(json.dumps([list(m.MODELS), list(sys.modules)]))"
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
-    names, loaded = done.stdout.splitlines()
-    assert names == "[]"
-    assert "'llm.support" not in loaded and "'torch'" not in loaded
+    names, loaded = json.loads(done.stdout)
+    assert names == []
+    assert not [m for m in loaded if m.startswith("llm.support") or m == "torch"]
     support = {m for m in loaded_after_importing([BUNDLED_MODELS]) if m.startswith("llm.support")}
     assert support == {"llm.support", BUNDLED_MODELS}
 
