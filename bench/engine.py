@@ -120,7 +120,7 @@ def main() -> None:
 
 def bench_bundled(repeats: int) -> None:
     """Threshold decoding needs a trained model: tokens per forward on real support-line prompts."""
-    from llm.support.dataset import make_examples
+    from llm.support.conversations import make_examples
 
     engine = Engine(BUNDLED["bundled"], device="cpu", prefix_cache=0)
     ar = (

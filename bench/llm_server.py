@@ -11,10 +11,11 @@ import os
 
 import torch
 
+import llm.support.models  # noqa: F401  registers the bundled models' names
 from llm.serving.loadgen import bench
+from llm.serving.models import model_dir, served_name
 from llm.serving.process import ServerProcess
-from llm.support.dataset import answer_prompts
-from llm.support.models import model_dir, served_name
+from llm.support.conversations import answer_prompts
 from voice.environment import cpu_name
 
 

@@ -26,10 +26,11 @@ from pathlib import Path
 
 from calls import human_calls
 
+import llm.support.models  # noqa: F401  registers the bundled models' names
 from asr.whisper import Transcriber
 from llm.serving.client import OpenAIChat
+from llm.serving.models import model_dir, served_name
 from llm.serving.process import ServerProcess
-from llm.support.models import model_dir, served_name
 from llm.support.tools import store_agent
 from tts.piper import Synthesizer
 from voice.anchors import STAGES

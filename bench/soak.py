@@ -31,7 +31,7 @@ import httpx
 from asr.whisper import Transcriber
 from llm.serving.client import OpenAIChat
 from llm.serving.process import ServerProcess
-from llm.support.models import model_dir
+from llm.support.models import BUNDLED
 from llm.support.tools import store_agent
 from tts.piper import Synthesizer
 from voice.replay import find_calls, replay_call
@@ -259,7 +259,7 @@ def main() -> int:
     global SAMPLE_S
     SAMPLE_S = min(SAMPLE_S, args.minutes * 60 / 6)  # at least six samples, for the thirds
     out = Path(tempfile.mkdtemp(prefix="ttfat-soak-"))
-    server = ServerProcess(model_dir("bundled"), "bundled")
+    server = ServerProcess(BUNDLED["bundled"], "bundled")
     with server as url:
         agent = store_agent(OpenAIChat(url, model="bundled"))
         stages = Stages(Transcriber(window="auto"), agent, Synthesizer())

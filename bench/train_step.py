@@ -28,7 +28,7 @@ import torch
 from llm.engine.checkpoint import native_bf16
 from llm.engine.model import Transformer
 from llm.engine.tokenizer import Tokenizer
-from llm.support.dataset import make_examples
+from llm.support.conversations import make_examples
 from llm.support.models import BUNDLED
 from llm.support.recipe import RECIPE, load_recipe, stage_config
 from llm.support.train import Batches, batch_loss, new_model_config, render

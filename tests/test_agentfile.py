@@ -395,7 +395,7 @@ def test_the_bundled_agent_file_gives_the_records_of_the_agent_built_in_code(tmp
     from asr.whisper import Transcriber
     from llm.agent import Agent
     from llm.serving.process import ServerProcess
-    from llm.support.models import model_dir
+    from llm.support.models import BUNDLED
     from llm.support.spoken import parse_order_id
     from llm.support.store import order_id_argument
     from llm.support.tools import store, store_agent
@@ -439,7 +439,7 @@ def test_the_bundled_agent_file_gives_the_records_of_the_agent_built_in_code(tmp
         agents = {"file": store_agent(chat), "code": code}
         return heard, {k: [await converse(a, said) for said in heard.values()] for k, a in agents.items()}
 
-    with ServerProcess(model_dir("bundled"), "bundled") as url:
+    with ServerProcess(BUNDLED["bundled"], "bundled") as url:
         heard, seen = asyncio.run(both(url))
     assert seen["file"] == seen["code"]
     turns = [turn for call in seen["file"] for turn in call]

@@ -4,21 +4,16 @@ import re
 
 import pytest
 
-import llm.support.dataset as dataset
+import llm.support.conversations as conversations
 from llm.agentfile import load_agent_file
-from llm.support.dataset import (
+from llm.support.conversations import (
     FRESH_NAMES,
     ID_INTENTS,
     INTENT_WEIGHTS,
     MAX_USER_WORDS,
     TOOL_ERRORS,
     Example,
-    all_template_groups,
-    leaks_heldout,
     make_examples,
-    real_queries,
-    shared_text_dir,
-    templates_for,
 )
 from llm.support.phrasing import (
     ADDRESSED,
@@ -34,9 +29,11 @@ from llm.support.phrasing import (
     pseudo_word,
 )
 from llm.support.policy import DIRECT_ANSWERS, SYSTEM_PROMPT, TOOL_ERROR_ANSWERS
+from llm.support.real_queries import real_queries, shared_text_dir
 from llm.support.splits import in_heldout_id
 from llm.support.spoken import parse_order_id
 from llm.support.store import Store
+from llm.support.templates import all_template_groups, leaks_heldout, templates_for
 
 TOOLS = [t.schema for t in load_agent_file().tools]  # the bundled agent's tool schemas
 
@@ -432,16 +429,16 @@ def test_id_replies_put_the_number_right_after_varied_leads():
 
 
 def test_train_says_some_order_numbers_right_after_any_template_word(store, monkeypatch):
-    monkeypatch.setattr(dataset, "ID_CONTEXT", 1.0)
-    gen = dataset._Generator(0, "train", store)
+    monkeypatch.setattr(conversations, "ID_CONTEXT", 1.0)
+    gen = conversations._Generator(0, "train", store)
     texts = [gen._user_with_id("order_status", "4217")[0] for _ in range(300)]
     assert all(parse_order_id(t) == "4217" for t in texts)
     before = [m.group(1) for t in texts if (m := re.search(r"(\S+) 4217\b", t))]
     assert len(before) > 30 and sum(w in gen.context_words for w in before) >= 0.9 * len(before)
     # The held-out split never does it: the same draw whatever the share.
-    said = dataset._Generator(0, "heldout", store)._user_with_id("order_status", "4217")
-    monkeypatch.setattr(dataset, "ID_CONTEXT", 0.0)
-    assert said == dataset._Generator(0, "heldout", store)._user_with_id("order_status", "4217")
+    said = conversations._Generator(0, "heldout", store)._user_with_id("order_status", "4217")
+    monkeypatch.setattr(conversations, "ID_CONTEXT", 0.0)
+    assert said == conversations._Generator(0, "heldout", store)._user_with_id("order_status", "4217")
 
 
 def test_heldout_covers_statuses(heldout):

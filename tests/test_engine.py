@@ -358,9 +358,9 @@ def test_a_token_budget_is_rounded_up_to_whole_blocks(block_dir):
     """The one place decoding settings are resolved: a budget of 50 on the bundled block-8 model is a
     canvas of 56 tokens, as the server has always served it (its max_tokens still cuts the reply)."""
     from llm.engine.checkpoint import read_config
-    from llm.support.models import model_dir
+    from llm.support.models import BUNDLED
 
-    assert GenerationParams(gen_length=50).resolve(read_config(model_dir("bundled"))).gen_length == 56
+    assert GenerationParams(gen_length=50).resolve(read_config(BUNDLED["bundled"])).gen_length == 56
     tiny = Engine(block_dir, device="cpu").config  # block size 4
     assert GenerationParams(gen_length=30).resolve(tiny).gen_length == 32
 

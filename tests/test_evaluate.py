@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from llm.support.dataset import make_examples
+from llm.support.conversations import make_examples
 from llm.support.evaluate import Scores, group, group_lines, interval, interval_line
 from llm.support.store import Store
 

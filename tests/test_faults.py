@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 
 from llm.serving.process import free_port
-from llm.support.models import model_dir
+from llm.support.models import BUNDLED
 from llm.support.policy import SYSTEM_PROMPT
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,7 +81,7 @@ def test_a_replay_killed_with_sigkill_takes_its_server_with_it(tmp_path):
 
 def test_sigterm_lets_requests_under_way_finish(tmp_path):
     port = free_port()
-    model = str(model_dir("bundled"))
+    model = str(BUNDLED["bundled"])
     cmd = [
         sys.executable,
         "-m",

@@ -27,7 +27,7 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from llm.serving.process import LocalServer
 from llm.serving.requests import Limits
-from llm.support.models import model_dir
+from llm.support.models import BUNDLED
 from llm.support.policy import SYSTEM_PROMPT
 from tests.faults import WrongArguments
 from voice.audio import AudioError, load_audio
@@ -61,7 +61,7 @@ BODY = st.fixed_dictionaries(
 
 @pytest.fixture(scope="module")
 def server():
-    local = LocalServer(model_dir("bundled"), "bundled", limits=Limits(max_tokens=16))
+    local = LocalServer(BUNDLED["bundled"], "bundled", limits=Limits(max_tokens=16))
     with local as url:
         yield url
 
@@ -184,7 +184,7 @@ def engine():
     from llm.engine.async_engine import AsyncEngine
     from llm.engine.engine import Engine
 
-    e = AsyncEngine(Engine(model_dir("bundled"), device="cpu"))
+    e = AsyncEngine(Engine(BUNDLED["bundled"], device="cpu"))
     yield e
     e.close()
 

@@ -18,7 +18,7 @@ import soundfile as sf
 from asr.whisper import Transcriber
 from llm.serving.client import OpenAIChat
 from llm.serving.process import ServerProcess, free_port
-from llm.support.models import model_dir
+from llm.support.models import BUNDLED
 from llm.support.tools import store_agent
 from tts.piper import Synthesizer
 from voice.anchors import METRICS
@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def server():
-    with ServerProcess(model_dir("bundled"), "bundled") as url:
+    with ServerProcess(BUNDLED["bundled"], "bundled") as url:
         yield url
 
 
@@ -201,7 +201,7 @@ def test_server_dying_mid_call_fails_the_later_turns_only(tmp_path, models):
     path = speech_file(models, tmp_path / "q.wav", ["hello", "what are your hours", "thanks bye"])
     (call,) = find_calls([str(path)])
 
-    server = ServerProcess(model_dir("bundled"))
+    server = ServerProcess(BUNDLED["bundled"])
     url = server.__enter__()
     try:
         runner = Call("q", load_audio(path).samples, stages(models, url), Settings("fast"))
@@ -357,7 +357,7 @@ def test_the_replay_command_in_a_fresh_interpreter(tmp_path, models):
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["rc"] == 0 and result["torch"] is False
-    # the agent's tools and what they stand on, and where the bundled weights are; no generator, no training
+    # the agent's tools and what they stand on, and the bundled models' names; no generator, no training
     allowed = {"llm.support", "llm.support.tools", "llm.support.store", "llm.support.search",
                "llm.support.policy", "llm.support.spoken", "llm.support.datafiles",
                "llm.support.models"}  # fmt: skip

@@ -14,7 +14,7 @@ from llm.agentfile import load_agent_file
 from llm.serving.process import LocalServer
 from llm.serving.requests import Limits
 from llm.serving.server import slow_dtype
-from llm.support.models import model_dir
+from llm.support.models import BUNDLED
 from llm.support.policy import SYSTEM_PROMPT
 from llm.support.store import Store
 from tests.test_train import cpu_computes_in_bf16
@@ -25,7 +25,7 @@ TOOLS = [t.schema for t in load_agent_file().tools]  # the bundled agent's tool 
 @pytest.fixture(scope="module")
 def server():
     local = LocalServer(
-        model_dir("bundled"), "bundled", limits=Limits(max_concurrent=8, max_tokens=256), api_key="secret"
+        BUNDLED["bundled"], "bundled", limits=Limits(max_concurrent=8, max_tokens=256), api_key="secret"
     )
     url = local.__enter__()
     yield local, url
@@ -172,7 +172,7 @@ def test_bad_requests_and_limits(server):
 
 
 def test_concurrency_limit_answers_429():
-    local = LocalServer(model_dir("bundled"), "bundled", limits=Limits(max_concurrent=1))
+    local = LocalServer(BUNDLED["bundled"], "bundled", limits=Limits(max_concurrent=1))
     with (
         local as url,
         httpx.Client() as http,

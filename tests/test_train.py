@@ -247,7 +247,7 @@ def test_a_run_cut_short_and_resumed_trains_what_an_uninterrupted_run_trains(tmp
 @pytest.mark.parametrize(("block", "complementary"), [(1, False), (8, False), (8, True)])
 def test_training_layout_equals_inference_logits(diffusion_dir, block, complementary):
     """Logits the trainer computes for masked answer tokens equal the engine's, block by block."""
-    from llm.support.dataset import make_examples
+    from llm.support.conversations import make_examples
 
     ckpt = load_checkpoint(diffusion_dir, device="cpu")
     model, tok, cfg = ckpt.model, ckpt.tokenizer, ckpt.config
@@ -312,7 +312,7 @@ def test_training_layout_equals_inference_logits(diffusion_dir, block, complemen
 @pytest.mark.parametrize("block", [1, 8])
 def test_packing_examples_into_rows_changes_no_loss(diffusion_dir, block):
     """Examples packed several to a row (first fit) give the loss and gradients they give one a row."""
-    from llm.support.dataset import make_examples
+    from llm.support.conversations import make_examples
 
     ckpt = load_checkpoint(diffusion_dir, device="cpu")
     model, tok = ckpt.model, ckpt.tokenizer
@@ -342,7 +342,7 @@ def test_packing_examples_into_rows_changes_no_loss(diffusion_dir, block):
 def test_leaving_out_the_clean_copys_last_block_changes_no_loss(diffusion_dir):
     """No noisy block sees the clean copy's last block, so diffusion rows leave it out: one block fewer
     tokens an example, the same loss and gradients."""
-    from llm.support.dataset import make_examples
+    from llm.support.conversations import make_examples
 
     ckpt = load_checkpoint(diffusion_dir, device="cpu")
     model, tok = ckpt.model, ckpt.tokenizer
@@ -366,7 +366,7 @@ def test_leaving_out_the_clean_copys_last_block_changes_no_loss(diffusion_dir):
 def test_turns_are_drawn_whole_and_every_example_is_in_one(diffusion_dir):
     """A data turn's two calls form one chain (the second's prompt is the first's row); batches draw
     whole chains, so the trainer's AR rows can hold both calls once."""
-    from llm.support.dataset import make_examples
+    from llm.support.conversations import make_examples
 
     ckpt = load_checkpoint(diffusion_dir, device="cpu")
     examples = make_examples(60, seed=6)
@@ -403,7 +403,7 @@ def test_first_fit_fills_rows_longest_first():
 def test_the_compiled_loss_equals_the_eager_one(diffusion_dir):
     """`compile = true` (the recipe's long stages) computes the same loss and gradients, and one compiled
     graph serves batches of other widths (dynamic shapes)."""
-    from llm.support.dataset import make_examples
+    from llm.support.conversations import make_examples
 
     ckpt = load_checkpoint(diffusion_dir, device="cpu")
     model, tok = ckpt.model, ckpt.tokenizer

@@ -25,8 +25,9 @@ from tqdm import tqdm
 from llm.engine.engine import Engine
 from llm.engine.params import GenerationParams
 from llm.serving.reply import split_reply
-from llm.support.dataset import Example, make_examples, real_queries
+from llm.support.conversations import Example, make_examples
 from llm.support.policy import SYSTEM_PROMPT
+from llm.support.real_queries import real_queries
 from llm.support.spoken import caller_words, parse_order_id
 from llm.support.store import STATUSES, Store, order_id_argument
 from llm.support.tools import store as shared_store

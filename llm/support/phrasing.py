@@ -1,10 +1,10 @@
 """Compositional caller phrasings for training the bundled support-line model (DESIGN.md section 6).
 
-The hand-written templates in :mod:`llm.support.dataset` give 10-28 wordings per intent; a 5.6M parameter
+The hand-written templates in :mod:`llm.support.templates` give 10-28 wordings per intent; a 5.6M parameter
 model trained on them memorises the wordings and misreads new ones. Here each intent is built from
 independent pools (`data/phrasing.toml`: opener x request x object x closer), so training sees thousands
 of surface forms and has to learn which words carry the intent. Used by ``split="train"`` only:
-:mod:`llm.support.dataset` drops any composition that contains (or is contained in) a held-out template,
+:mod:`llm.support.conversations` drops any composition that contains (or is contained in) a held-out template,
 so held-out phrasings stay unseen. Same rules as the templates: lowercase, no punctuation, no digits or
 number words (only ``{id}`` may spell digits), ``{product}`` is a product mention.
 """
@@ -57,7 +57,7 @@ ADDRESSED = 0.4
 
 
 def compose(group: str, rng: random.Random) -> str:
-    """One composed template for a template group of :mod:`llm.support.dataset` (same slot names)."""
+    """One composed template for a template group of :mod:`llm.support.templates` (same slot names)."""
     if group == "id_reply":
         lead = _pick(rng, ID_REPLY_LEADS, 0.5)
         body = "{id}" if lead and rng.random() < LEAD_THEN_ID else rng.choice(ID_REPLY_BODIES)

@@ -1,7 +1,8 @@
 """The bundled models' recipe: one TOML file (``recipe.toml``) names the data, the backbone and the
 stages, and ``run_recipe`` trains every stage of it from scratch on this commit's generator, the AR twin
 first and then the diffusion model adapted from it (`ttfat train --recipe FILE --out DIR`,
-`make models`).
+`make models`). Its command line (`main`, which `ttfat train` runs) also trains one stage by hand; it
+lives here, not in train.py, so that a stage's training never imports the recipe that runs it.
 
 Each stage trains into ``DIR/<stage>`` and resumes there from its last checkpoint; a stage whose
 ``train_info.json`` is written is done and skipped. ``train_info.json`` is written here, from the recipe,
@@ -10,12 +11,15 @@ the stage's settings and the commit, never by hand: it is the model's lineage.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+
+import torch
 
 from llm.support.train import TrainConfig, train
 
@@ -142,7 +146,6 @@ SHIPPED_FILES = (
 def install(recipe: Recipe, out: str | Path, weights: dict[str, Path] | None = None) -> dict[str, Path]:
     """Copy the shipped stages, trained into ``out``, over the bundled models (``weights``: name -> its
     folder, the bundled ones by default), the weights in the recipe's ``ship_dtype``."""
-    import torch
     from safetensors.torch import load_file, save_file
 
     from llm.support.models import BUNDLED
@@ -161,3 +164,61 @@ def install(recipe: Recipe, out: str | Path, weights: dict[str, Path] | None = N
         save_file({k: v.to(dtype).contiguous() for k, v in tensors.items()}, str(dst / "model.safetensors"))
         done[model] = dst
     return done
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(
+        prog="python -m llm.support.recipe",
+        description="Train the bundled models from their recipe (--recipe), or one stage by hand.",
+        epilog="The shipped models: python -m llm.support.recipe --recipe llm/support/recipe.toml --out "
+        "build/models, then --install to copy the shipped stages into llm/support/weights/.",
+    )
+    p.add_argument("--out", type=Path, required=True, help="output dir (resumes from what is there)")
+    p.add_argument("--recipe", type=Path, help="train every stage of this recipe (llm/support/recipe.toml)")
+    p.add_argument("--install", action="store_true", help="with --recipe: copy the shipped stages, trained "
+                   "into --out, over the bundled weights (in the recipe's dtype)")  # fmt: skip
+    p.add_argument("--block-size", type=int, default=1, help="1 = autoregressive twin; 8 = block diffusion")
+    p.add_argument("--init", type=Path, help="start from this checkpoint (the AR model for stage 2)")
+    for name in ("steps", "batch_size", "examples", "seed", "save_every"):
+        p.add_argument(f"--{name.replace('_', '-')}", type=int, default=getattr(TrainConfig, name))
+    p.add_argument("--lr", type=float, default=TrainConfig.lr)
+    p.add_argument("--fp32", action="store_true", help="no bf16 autocast (default: bf16 where the hardware "
+                   "computes in it, a GPU or a CPU with AVX512-BF16 or AMX; fp32 elsewhere)")  # fmt: skip
+    p.add_argument("--compile", action="store_true", help="torch.compile the loss (long runs)")
+    p.add_argument(
+        "--complementary", action="store_true", help="diffusion: train on both a mask and its complement"
+    )
+    p.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    a = p.parse_args(argv)
+    torch.set_num_threads(a.threads)
+    if a.recipe is not None:
+        recipe = load_recipe(a.recipe)
+        if a.install:
+            for model, path in install(recipe, a.out).items():
+                print(f"installed {model}: {path}")
+            return
+        for model, path in run_recipe(recipe, a.out, device=a.device).items():
+            print(f"{model}: {path}")
+        return
+    tc = TrainConfig(
+        out=a.out, block_size=a.block_size, init=a.init, steps=a.steps, batch_size=a.batch_size,
+        examples=a.examples, seed=a.seed, save_every=a.save_every, lr=a.lr, bf16=False if a.fp32 else None,
+        complementary=a.complementary, compile=a.compile, device=a.device,
+    )  # fmt: skip
+    run = train(tc)
+    info = {
+        "init": str(tc.init) if tc.init else None,
+        **commit(),
+        "settings": _settings(tc),
+        "run": run,
+    }
+    (tc.out / "train_info.json").write_text(json.dumps(info, indent=2) + "\n")
+
+
+def _settings(tc: TrainConfig) -> dict:
+    return {k: v for k, v in vars(tc).items() if k not in ("out", "init", "device")}
+
+
+if __name__ == "__main__":
+    main()

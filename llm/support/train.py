@@ -1,4 +1,4 @@
-"""Train the bundled support-line models: `python -m llm.support.train` (also `ttfat train`).
+"""One training stage of the bundled support-line models (run by `recipe.py`: `ttfat train`).
 
 Stage 1 (`--block-size 1`) trains an autoregressive model from scratch: next-token loss on the
 assistant's reply. Stage 2 (`--block-size 8 --init DIR`) adapts those weights to block diffusion,
@@ -18,10 +18,8 @@ shared (exact: the prompt is causal), which halves the work on this 2-core CPU.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
-import os
 import random
 import time
 from dataclasses import dataclass
@@ -37,7 +35,7 @@ from llm.engine.model import Transformer
 from llm.engine.prefix_cache import common_prefix_len
 from llm.engine.tokenizer import Tokenizer
 from llm.support.bpe import save_tokenizer, train_tokenizer
-from llm.support.dataset import make_examples
+from llm.support.conversations import make_examples
 from llm.support.policy import FILLERS, SYSTEM_PROMPT
 
 # A reply may open with a tool call's filler word only when the model gives it at least this probability
@@ -368,63 +366,3 @@ def train(tc: TrainConfig) -> dict:
         "autocast": "bfloat16" if bf16 else "float32",
         "device": torch.cuda.get_device_name(tc.device) if tc.device.startswith("cuda") else "cpu",
     }
-
-
-def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(
-        prog="python -m llm.support.train",
-        description="Train the bundled models from their recipe (--recipe), or one stage by hand.",
-        epilog="The shipped models: python -m llm.support.train --recipe llm/support/recipe.toml --out "
-        "build/models, then --install to copy the shipped stages into llm/support/weights/.",
-    )
-    p.add_argument("--out", type=Path, required=True, help="output dir (resumes from what is there)")
-    p.add_argument("--recipe", type=Path, help="train every stage of this recipe (llm/support/recipe.toml)")
-    p.add_argument("--install", action="store_true", help="with --recipe: copy the shipped stages, trained "
-                   "into --out, over the bundled weights (in the recipe's dtype)")  # fmt: skip
-    p.add_argument("--block-size", type=int, default=1, help="1 = autoregressive twin; 8 = block diffusion")
-    p.add_argument("--init", type=Path, help="start from this checkpoint (the AR model for stage 2)")
-    for name in ("steps", "batch_size", "examples", "seed", "save_every"):
-        p.add_argument(f"--{name.replace('_', '-')}", type=int, default=getattr(TrainConfig, name))
-    p.add_argument("--lr", type=float, default=TrainConfig.lr)
-    p.add_argument("--fp32", action="store_true", help="no bf16 autocast (default: bf16 where the hardware "
-                   "computes in it, a GPU or a CPU with AVX512-BF16 or AMX; fp32 elsewhere)")  # fmt: skip
-    p.add_argument("--compile", action="store_true", help="torch.compile the loss (long runs)")
-    p.add_argument(
-        "--complementary", action="store_true", help="diffusion: train on both a mask and its complement"
-    )
-    p.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
-    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    a = p.parse_args(argv)
-    torch.set_num_threads(a.threads)
-    from llm.support import recipe as recipes  # the recipe runs this module's train()
-
-    if a.recipe is not None:
-        recipe = recipes.load_recipe(a.recipe)
-        if a.install:
-            for model, path in recipes.install(recipe, a.out).items():
-                print(f"installed {model}: {path}")
-            return
-        for model, path in recipes.run_recipe(recipe, a.out, device=a.device).items():
-            print(f"{model}: {path}")
-        return
-    tc = TrainConfig(
-        out=a.out, block_size=a.block_size, init=a.init, steps=a.steps, batch_size=a.batch_size,
-        examples=a.examples, seed=a.seed, save_every=a.save_every, lr=a.lr, bf16=False if a.fp32 else None,
-        complementary=a.complementary, compile=a.compile, device=a.device,
-    )  # fmt: skip
-    run = train(tc)
-    info = {
-        "init": str(tc.init) if tc.init else None,
-        **recipes.commit(),
-        "settings": _settings(tc),
-        "run": run,
-    }
-    (tc.out / "train_info.json").write_text(json.dumps(info, indent=2) + "\n")
-
-
-def _settings(tc: TrainConfig) -> dict:
-    return {k: v for k, v in vars(tc).items() if k not in ("out", "init", "device")}
-
-
-if __name__ == "__main__":
-    main()

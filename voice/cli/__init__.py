@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+import llm.support.models  # noqa: F401  registers the bundled models' names (bundled, bundled-ar)
 from voice.cli import (
     ask,
     bench_llm,
@@ -64,8 +65,8 @@ def user_errors() -> tuple[type[Exception], ...]:
     from llm.agentfile import AgentFileError
     from llm.engine.errors import CheckpointError, DecodingError
     from llm.serving.client import EndpointError
+    from llm.serving.models import ModelNotFound
     from llm.serving.process import ServerStartError
-    from llm.support.models import ModelNotFound
     from tts.piper import VoiceError
     from voice.audio import AudioError
     from voice.live import AudioDeviceError

@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     from llm.engine.async_engine import AsyncEngine
     from llm.engine.engine import Engine
     from llm.serving.engine_chat import EngineChat
-    from llm.support.models import model_dir
+    from llm.serving.models import model_dir
 
     spec = load_agent_file(args.agent or BUNDLED_AGENT)
     engine = AsyncEngine(Engine(model_dir(args.model), device=args.device))

@@ -26,9 +26,9 @@ def run(args: argparse.Namespace) -> int:
     import contextlib
 
     from llm.serving.loadgen import bench
+    from llm.serving.models import model_dir, served_name
     from llm.serving.process import ServerProcess
-    from llm.support.dataset import answer_prompts
-    from llm.support.models import model_dir, served_name
+    from llm.support.conversations import answer_prompts
 
     with contextlib.ExitStack() as stack:
         urls = args.url or [

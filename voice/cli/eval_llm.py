@@ -28,8 +28,8 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from llm.serving.models import model_dir
     from llm.support.evaluate import sweep
-    from llm.support.models import model_dir
 
     ar = None if args.ar_model == "none" else model_dir(args.ar_model)
     sweep(model_dir(args.model), ar, args.n, Path(args.out), default_only=args.default_only)

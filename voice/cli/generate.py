@@ -27,7 +27,7 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from llm.engine.engine import Engine
-    from llm.support.models import model_dir
+    from llm.serving.models import model_dir
 
     if args.prompt_ids is None and args.prompt is None:
         raise SystemExit("ttfat generate: give --prompt TEXT or --prompt-ids 1,2,3")

@@ -23,8 +23,8 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from llm.serving.models import model_dir, served_name
     from llm.serving.server import config_from_args, serve
-    from llm.support.models import model_dir, served_name
 
     config = config_from_args(args, model_dir(args.model), served_name(args.model))
     print(f"ttfat: serving {args.model} on http://{config.host}:{config.port}/v1", file=sys.stderr)

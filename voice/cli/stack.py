@@ -152,7 +152,7 @@ def plan_stack(args: argparse.Namespace) -> StackPlan:
     """Read the agent file and find every model the stack needs; raises the project's one-line errors."""
     from asr.whisper import bundled_model
     from llm.agentfile import BUNDLED_AGENT, load_agent_file
-    from llm.support.models import ModelNotFound, model_dir
+    from llm.serving.models import ModelNotFound, model_dir
     from tts.piper import voice_files
 
     if args.max_tokens is not None and args.max_tokens < 1:
@@ -178,8 +178,8 @@ def open_stack(
 
     from asr.whisper import Transcriber
     from llm.serving.client import OpenAIChat, check_endpoint, server_info
+    from llm.serving.models import served_name
     from llm.serving.process import ServerProcess
-    from llm.support.models import served_name
     from tts.piper import Synthesizer
     from voice.endpointing import SmartTurn
     from voice.environment import environment

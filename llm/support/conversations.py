@@ -1,4 +1,5 @@
-"""Training and evaluation data for the bundled support-line model (DESIGN.md section 6).
+"""Support-line conversations drawn as training and evaluation data for the bundled model (DESIGN.md
+section 6).
 
 One :class:`Example` is one model call. A data turn (order or stock question) gives two calls:
 call 1 maps the caller's words to a short filler plus a tool call; call 2 sees the tool result and
@@ -7,23 +8,20 @@ template per intent and status, with numbers and dates copied verbatim from the 
 ~5M parameter model can learn them.
 
 Callers speak through ASR: user text is lowercase, mostly unpunctuated, with fillers, false starts
-and order ids in many spoken forms (see :func:`llm.support.spoken.say_order_id`).
+and order ids in many spoken forms (see :mod:`llm.support.asr_noise`).
 
-``split="heldout"`` uses phrasing templates, order ids and product names that ``split="train"`` never
-uses (a stable hash puts ~15% of each into heldout).
+``split="heldout"`` uses phrasing templates (:mod:`llm.support.templates`), order ids and product names
+that ``split="train"`` never uses (a stable hash puts ~15% of each into heldout).
 """
 
 from __future__ import annotations
 
-import csv
-import functools
 import json
-import os
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from llm.support.datafiles import load
+from llm.support.asr_noise import asr_rewrite, bad_spoken_id, noisy, product_mention, spoken_id
 from llm.support.phrasing import compose, extra_missing_products, fresh_product_name
 from llm.support.policy import (
     DIRECT_ANSWERS,
@@ -34,176 +32,15 @@ from llm.support.policy import (
     stock_answer,
 )
 from llm.support.splits import SPLITS, in_heldout_id, split_items
-from llm.support.spoken import ID_FORMS, digits, parse_order_id, say_order_id
+from llm.support.spoken import parse_order_id
 from llm.support.store import NOT_CARRIED, STATUSES, Store, order_result, stock_result
-
-# ---------------------------------------------------------------------------------------------
-# Phrasings (data/templates.toml: lowercase, no punctuation, ASR style) and their splits
-# ---------------------------------------------------------------------------------------------
+from llm.support.templates import all_template_groups, leaks_heldout, templates_for, train_may_name
 
 ID_INTENTS = ("order_status", "delivery_date", "cancel_order", "change_order", "return_refund")
-_TEMPLATES = load("templates.toml")
-USER_TEMPLATES: dict[str, list[str]] = _TEMPLATES["user_templates"]
-NO_ID_TEMPLATES: dict[str, list[str]] = _TEMPLATES["no_id_templates"]
-ID_REPLY_TEMPLATES: list[str] = _TEMPLATES["id_reply_templates"]
-ALWAYS_TRAIN: dict[str, list[str]] = _TEMPLATES["always_train"]
-
-
-def templates_for(intent: str, split: str) -> list[str]:
-    """The user templates of an intent in a split ("no_id:<intent>" and "id_reply" also work); an
-    intent's ``always_train`` phrasings are train templates and never drawn into the held-out split."""
-    if intent == "id_reply":
-        return split_items(ID_REPLY_TEMPLATES, "id_reply", split)
-    if intent.startswith("no_id:"):
-        return split_items(NO_ID_TEMPLATES[intent[6:]], intent, split)
-    pinned = ALWAYS_TRAIN.get(intent, [])
-    held = split_items([t for t in USER_TEMPLATES[intent] if t not in pinned], intent, split)
-    return held + pinned if split == "train" else held
-
-
-def all_template_groups() -> list[str]:
-    return list(USER_TEMPLATES) + [f"no_id:{k}" for k in NO_ID_TEMPLATES] + ["id_reply"]
-
-
-def _words(text: str) -> str:
-    """Space-padded, apostrophe-free words, so substring tests respect word boundaries."""
-    return " " + " ".join(text.lower().replace("'", "").split()) + " "
-
-
-@functools.cache
-def _heldout_phrasings() -> tuple[str, ...]:
-    return tuple(_words(t) for g in all_template_groups() for t in templates_for(g, "heldout"))
-
-
-def leaks_heldout(template: str) -> bool:
-    """Whether a training phrasing is a held-out template of any group, or (both at least three words
-    long) contains one or is contained in one. Apostrophes and spacing do not count as a difference."""
-    t = _words(template)
-    for h in _heldout_phrasings():
-        if t == h or (min(len(t.split()), len(h.split())) >= 3 and (h in t or t in h)):
-            return True
-    return False
-
-
-def _overlaps_any(name: str, others: list[str]) -> bool:
-    words = set(name.split())
-    return any(words <= set(o.split()) or set(o.split()) <= words for o in others)
-
-
-HELDOUT_MISSING = split_items(NOT_CARRIED, "missing_product", "heldout")
-
-
-def _train_may_name(store: Store, name: str) -> bool:
-    """An unknown product training may name: the store carries nothing it matches (any split) and it
-    neither holds nor sits inside a held-out missing name."""
-    return store.find_product(name) is None and not _overlaps_any(name, HELDOUT_MISSING)
-
-
-# ---------------------------------------------------------------------------------------------
-# ASR-style noise (data/noise.toml)
-# ---------------------------------------------------------------------------------------------
-
-_NOISE = load("noise.toml")
-HESITATIONS, PREFIXES, SUFFIXES = _NOISE["hesitations"], _NOISE["prefixes"], _NOISE["suffixes"]
-FALSE_STARTS, CORRECTIONS = _NOISE["false_starts"], _NOISE["corrections"]
-_ID_FORM_WEIGHTS: dict[str, int] = _NOISE["id_form_weights"]
-assert set(_ID_FORM_WEIGHTS) == set(ID_FORMS)
-
-
-def spoken_id(order_id: str, rng: random.Random) -> str:
-    """How a caller's order id reaches us through ASR (parse_order_id recovers it)."""
-    forms = [
-        f
-        for f in ID_FORMS
-        if not (f == "words_oh" and "0" not in order_id)
-        and not (f == "homophone" and not ({"2", "4"} & set(order_id)))
-        and not (f == "for_rest" and order_id[0] != "4")
-    ]
-    form = rng.choices(forms, [_ID_FORM_WEIGHTS[f] for f in forms])[0]
-    text = say_order_id(order_id, form)
-    words = text.split()
-    if len(words) >= 3 and form in ("words", "words_oh", "homophone", "spaced") and rng.random() < 0.12:
-        k = rng.randint(1, len(words) - 1)
-        words.insert(k, rng.choice(["uh", "um"]))
-        text = " ".join(words)
-    if rng.random() < 0.07:
-        # A false start or a correction: "4 no sorry 4217", "4218 no wait 4217".
-        if rng.random() < 0.5:
-            wrong = say_order_id(order_id, rng.choice(["digits", "words"])).split()[: rng.randint(1, 2)]
-            wrong = " ".join(wrong)
-        else:
-            other = f"{(int(order_id) - 1000 + rng.choice([1, -1, 10, -10, 100])) % 9000 + 1000:04d}"
-            wrong = say_order_id(other, rng.choice(["digits", "words"]))
-        text = f"{wrong} {rng.choice(CORRECTIONS)} {text}"
-    return text
-
-
-def bad_spoken_id(order_id: str, rng: random.Random) -> str:
-    """A garbled id that does not spell exactly four digits (three or five)."""
-    d = order_id
-    if rng.random() < 0.6:
-        k = rng.randrange(4)
-        d = d[:k] + d[k + 1 :]
-    else:
-        k = rng.randrange(5)
-        d = d[:k] + str(rng.randrange(10)) + d[k:]
-    form = rng.choice(["digits", "spaced", "words", "words", "spaced"])
-    if form == "digits":
-        return d
-    if form == "spaced":
-        return " ".join(d)
-    return digits(d)
-
-
-def noisy(template: str, rng: random.Random, slots: dict[str, str], *, light: bool = False) -> str:
-    """Fill a template with slot text and ASR-style noise; returns lowercase text."""
-    words = template.split()
-    if not light:
-        if rng.random() < 0.25:
-            words.insert(rng.randint(0, len(words)), rng.choice(HESITATIONS))
-        if rng.random() < 0.06:
-            words.insert(rng.randint(0, len(words)), rng.choice(HESITATIONS))
-        if rng.random() < 0.07 and len(words) > 2:
-            if rng.random() < 0.5:
-                words = [words[0]] + words
-            else:
-                words = rng.choice(FALSE_STARTS).split() + [rng.choice(["uh", "um"])] + words
-        if rng.random() < 0.18:
-            words = rng.choice(PREFIXES).split() + words
-        if rng.random() < 0.1:
-            words = words + rng.choice(SUFFIXES).split()
-    text = " ".join(words)
-    for k, v in slots.items():
-        text = text.replace("{" + k + "}", v)
-    if rng.random() < 0.15:
-        text = text.replace("'", "")
-    if rng.random() < 0.06:
-        text += rng.choice(["?", "."])
-    return text.lower()
-
-
-def asr_rewrite(template: str, rng: random.Random) -> str:
-    """A casual or misheard variant: one contraction or phrase rewritten, or one small word dropped."""
-    words = template.split()
-    droppable = [i for i, w in enumerate(words) if w in DROPPABLE]
-    if droppable and rng.random() < 0.4:
-        del words[rng.choice(droppable)]
-        return " ".join(words)
-    text = f" {template} "
-    hits = [k for k in ASR_REWRITES if f" {k} " in text]
-    if not hits:
-        return template
-    k = rng.choice(hits)
-    return text.replace(f" {k} ", f" {rng.choice(ASR_REWRITES[k])} ", 1).strip()
 
 
 def _n_words(text: str) -> int:
     return len(text.split())
-
-
-# ---------------------------------------------------------------------------------------------
-# Examples
-# ---------------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -278,11 +115,6 @@ TOOL_ERRORS = 0.04
 FRESH_NAMES = 0.7
 # Train only: share of user turns phrased by llm.support.phrasing instead of a hand-written template.
 COMPOSED_FRACTION = 0.6
-# Train only: ASR-style rewrites of a template (contractions, casual forms) and droppable words.
-ASR_REWRITES: dict[str, list[str]] = _NOISE["asr_rewrites"]
-DROPPABLE = set(_NOISE["droppable"])
-_NO_PLURAL_ENDINGS = ("s", "f", "fe", "y", "o", "ss")
-_MASS_NOUNS = set(_NOISE["mass_nouns"])
 
 
 class _Generator:
@@ -313,7 +145,7 @@ class _Generator:
             self.missing += [
                 p
                 for p in extra_missing_products(random.Random(f"ttfat-missing:{seed}"), self.products)
-                if _train_may_name(store, p)
+                if train_may_name(store, p)
             ]
             # The words that may come right before an order number (ID_CONTEXT).
             self.context_words = sorted(
@@ -363,16 +195,6 @@ class _Generator:
         slot = {} if order_id is None else {"id": order_id if not bad else order_id[:3]}
         return noisy(template, rng, slot, light=True), template
 
-    def _product_mention(self, name: str) -> str:
-        """The product as the caller names it (sometimes plural): what check_stock is called with, as
-        the store's search finds a product from any such mention."""
-        rng = self.rng
-        if not name.endswith(_NO_PLURAL_ENDINGS) and name not in _MASS_NOUNS and rng.random() < 0.25:
-            plural = name + ("es" if name.endswith(("sh", "ch", "x")) else "s")
-            if self.store.find_product(plural) == self.store.find_product(name):
-                return plural
-        return name
-
     # -- pieces ----------------------------------------------------------------------------
 
     def _direct(self, intent: str) -> tuple[str, str, str, list[str]]:
@@ -387,7 +209,7 @@ class _Generator:
         list the model could learn by heart."""
         while True:
             name = fresh_product_name(self.rng, self.products)
-            if _train_may_name(self.store, name):
+            if train_may_name(self.store, name):
                 return name
 
     def _copy_practice(self, result: dict, meta: dict) -> dict:
@@ -437,7 +259,7 @@ class _Generator:
         """(text, template, the product as said in it)."""
         for _ in range(20):
             template = self._template("stock")
-            mention = self._product_mention(name)
+            mention = product_mention(name, self.rng, self.store)
             text = noisy(template, self.rng, {"product": mention})
             if _n_words(text) <= MAX_USER_WORDS:
                 return text, template, mention
@@ -597,75 +419,6 @@ def answer_prompts(n: int = 64, seed: int = 99) -> list[list[dict]]:
     OpenAI message lists: what `ttfat bench-llm` sends."""
     examples = make_examples(4 * n, seed=seed, split="heldout")
     return [e.messages for e in examples if not e.target.get("tool_calls")][:n]
-
-
-# ---------------------------------------------------------------------------------------------
-# Real user queries (read from the shared data directory; never copied into the repo)
-# ---------------------------------------------------------------------------------------------
-
-# CLINC150 intents a store support line handles; every other CLINC150 intent (and "oos") is out of scope.
-CLINC_IN_SCOPE = {"order_status", "greeting", "goodbye", "thank_you", "what_can_i_ask_you"}
-# Too context-dependent to call either way: left out.
-CLINC_AMBIGUOUS = {"yes", "no", "maybe", "repeat", "cancel"}
-
-
-def shared_text_dir() -> Path:
-    env = os.environ.get("TTFAT_SHARED_DATA")
-    if env:
-        p = Path(env)
-        return p / "text" if (p / "text").is_dir() else p
-    return Path(__file__).resolve().parents[3] / "shared" / "data" / "text"
-
-
-def real_queries(limit: int | None = None) -> list[dict]:
-    """Real user queries: CLINC150 (test + oos_test), Banking77 (test), ABCD sample (customer openings).
-
-    Returns ``[{"text", "source", "label", "out_of_scope"}]`` in a fixed shuffled order (so a ``limit``
-    mixes the sources). Missing sources are skipped; an empty list when nothing is there.
-    """
-    root = shared_text_dir()
-    out: list[dict] = []
-    clinc = root / "clinc150" / "data_full.json"
-    if clinc.exists():
-        data = json.loads(clinc.read_text())
-        for part in ("test", "oos_test"):
-            for text, label in data.get(part, []):
-                if label in CLINC_AMBIGUOUS:
-                    continue
-                out.append(
-                    {
-                        "text": text,
-                        "source": "clinc150",
-                        "label": label,
-                        "out_of_scope": label not in CLINC_IN_SCOPE,
-                    }
-                )
-    banking = root / "banking77" / "test.csv"
-    if banking.exists():
-        with banking.open(newline="") as f:
-            for row in csv.DictReader(f):
-                out.append(
-                    {
-                        "text": row["text"],
-                        "source": "banking77",
-                        "label": row["category"],
-                        "out_of_scope": True,
-                    }
-                )
-    abcd = root / "abcd_sample" / "abcd_sample.json"
-    if abcd.exists():
-        for conv in json.loads(abcd.read_text()):
-            flow = conv.get("scenario", {}).get("flow", "")
-            sub = conv.get("scenario", {}).get("subflow", "")
-            for speaker, text in conv.get("original", []):
-                # The caller's first real request (skip bare greetings and names).
-                if speaker == "customer" and _n_words(text) >= 4:
-                    out.append(
-                        {"text": text, "source": "abcd", "label": f"{flow}/{sub}", "out_of_scope": False}
-                    )
-                    break
-    random.Random(0).shuffle(out)
-    return out if limit is None else out[:limit]
 
 
 def _main(argv: list[str] | None = None) -> None:
