@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LLM_COMMANDS = {"serve", "ask", "generate", "bench_llm", "eval_llm", "train", "decoding"}
+LLM_COMMANDS = {"serve", "ask", "generate", "bench_llm", "eval_llm", "train"}
 TOOLS_DOOR = {"llm.support.tools", "llm.support.models"}
 
 
