@@ -59,7 +59,7 @@ class Knob:
             value, (int, float) if self.kind is float else self.kind
         ):
             return f"must be {WORDS[self.kind]}, not {value!r}"
-        if self.kind is float and not math.isfinite(value):
+        if isinstance(value, float) and not math.isfinite(value):  # an int of any size is finite
             return f"must be a finite number, not {value}"
         if self.choices and value not in self.choices:
             return f"must be one of {', '.join(self.choices)}, not {value!r}"
