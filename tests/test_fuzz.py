@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from schemathesis import GenerationMode
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
+from llm.knobs import REQUEST_KNOBS
 from llm.serving.process import LocalServer
 from llm.serving.requests import Limits
 from llm.support.models import BUNDLED
@@ -50,9 +51,8 @@ MESSAGE = st.fixed_dictionaries(
     {"role": ROLE},
     optional={"content": JSON | st.text(max_size=40), "tool_calls": JSON, "tool_call_id": JSON, "name": JSON},
 )
-FIELDS = ["stream", "max_tokens", "temperature", "threshold", "steps", "block_length", "cache", "stop", "n",
-          "tools", "logprobs", "response_format", "seed", "factor", "ignore_eos",
-          "max_completion_tokens"]  # fmt: skip
+FIELDS = ["stream", "stop", "n", "tools", "logprobs", "response_format", "max_completion_tokens",
+          *(knob.field for knob in REQUEST_KNOBS)]  # fmt: skip
 BODY = st.fixed_dictionaries(
     {"messages": st.lists(MESSAGE, max_size=4) | JSON},
     optional={name: JSON for name in FIELDS} | {"model": st.text(max_size=10)},

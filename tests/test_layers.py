@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LLM_COMMANDS = {"serve", "ask", "generate", "bench_llm", "eval_llm", "train", "decoding"}
+LLM_COMMANDS = {"serve", "ask", "generate", "bench_llm", "eval_llm", "train"}
 TOOLS_DOOR = {"llm.support.tools"}
 BUNDLED_MODELS = "llm.support.models"  # registers its names when imported
 APP_ROOT = ROOT / "voice" / "cli" / "__init__.py"  # the one voice module that imports BUNDLED_MODELS

@@ -16,7 +16,8 @@ on_bad_arguments = { find_room = "Sorry, which room was it?" }  # optional: what
                                      # (or on_bad_arguments_from; a tool not named: the model is told)
 tools_file = "tools.json"            # optional: OpenAI function schemas as a JSON list
 
-[decoding]                           # extra fields sent with every request (e.g. threshold = 0.9)
+[decoding]                           # decoding knobs sent with every request (e.g. threshold = 0.9):
+                                     # those of llm/knobs.py, named as there (gen_length, not max_tokens)
 
 [tools.find_room]                    # one table per tool: its schema (unless in tools_file) and backend
 description = "Find a meeting room by name."
@@ -39,6 +40,7 @@ from llm.agent import Agent
 from llm.agentfile.backends import Backend, FixtureBackend, PythonBackend, SqliteBackend, resolve
 from llm.agentfile.tools import FileTools
 from llm.chat import ChatBackend
+from llm.knobs import REQUEST_KNOBS
 
 BUNDLED_AGENT = Path(__file__).resolve().parents[1] / "support" / "agent.toml"
 
@@ -75,7 +77,7 @@ class AgentSpec:
     greeting: str | None = None
     fillers: tuple[str, ...] = ()
     caller_words: Callable[[str], str] | None = None
-    decoding: dict = field(default_factory=dict)
+    decoding: dict = field(default_factory=dict)  # knob values by name (llm/knobs.py)
     max_tool_rounds: int = 2
     on_bad_arguments: dict[str, str] = field(default_factory=dict)
 
@@ -159,7 +161,13 @@ def load_agent_file(path: str | Path = BUNDLED_AGENT) -> AgentSpec:
         raise fail("caller_words", "is not callable")
     decoding = raw.get("decoding", {})
     if not isinstance(decoding, dict):
-        raise fail("decoding", "must be a table of fields to send")
+        raise fail("decoding", "must be a table of decoding knobs")
+    knobs = {knob.name: knob for knob in REQUEST_KNOBS}
+    for key, value in decoding.items():
+        if key not in knobs:
+            raise fail(f"decoding.{key}", f"unknown knob (known: {', '.join(knobs)})")
+        if problem := knobs[key].problem(value):
+            raise fail(f"decoding.{key}", problem)
     rounds = raw.get("max_tool_rounds", 2)
     if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 0:
         raise fail("max_tool_rounds", "must be a whole number >= 0")

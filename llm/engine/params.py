@@ -1,4 +1,5 @@
-"""Per-request decoding settings, resolved against a model in one place (`GenerationParams.resolve`)."""
+"""Per-request decoding settings, resolved against a model in one place (`GenerationParams.resolve`);
+each field is a knob of llm/knobs.py, which says its type and range."""
 
 from __future__ import annotations
 
@@ -7,8 +8,7 @@ from dataclasses import dataclass, replace
 
 from llm.engine.config import ModelConfig
 from llm.engine.errors import DecodingError
-
-CACHE_MODES = ("none", "prefix", "dual", "block")
+from llm.knobs import KNOBS
 
 
 @dataclass
@@ -43,6 +43,7 @@ class GenerationParams:
 
     def resolve(self, cfg: ModelConfig) -> GenerationParams:
         """Fill model defaults and check the combination; raises DecodingError with a readable message."""
+        _check_knobs(self)  # before the defaults are computed from them
         defaults = cfg.extra.get("generation", {})
         block = cfg.attention == "block"
         p = replace(self)
@@ -55,10 +56,7 @@ class GenerationParams:
             p.factor = defaults.get("factor")
         if p.opening_floor is None:  # JSON keys are text
             p.opening_floor = {int(t): float(f) for t, f in defaults.get("opening_floor", {}).items()}
-        if p.gen_length < 1 or p.block_length < 1:
-            raise DecodingError(
-                f"gen_length ({p.gen_length}) and block_length ({p.block_length}) must be positive"
-            )
+        _check_knobs(p)  # the model's defaults too
         p.gen_length = math.ceil(p.gen_length / p.block_length) * p.block_length
         if p.steps is None:
             p.steps = p.gen_length
@@ -67,24 +65,24 @@ class GenerationParams:
             raise DecodingError(
                 f"steps {p.steps} must be a positive multiple of the number of blocks ({blocks})"
             )
-        if p.cache not in CACHE_MODES:
-            raise DecodingError(f"cache must be one of {', '.join(CACHE_MODES)}, not {p.cache!r}")
         if block and p.cache in ("prefix", "dual"):
             raise DecodingError(
                 f"cache {p.cache!r} is for bidirectional models; block-diffusion models use 'block'"
             )
         if not block and p.cache == "block":
             raise DecodingError("cache 'block' needs a block-diffusion model; use 'prefix' or 'dual'")
-        if p.threshold is not None and not 0.0 <= p.threshold <= 1.0:
-            raise DecodingError(f"threshold must be in [0, 1], not {p.threshold}")
-        if p.factor is not None and p.factor <= 0:
-            raise DecodingError(f"factor must be positive, not {p.factor}")
         if any(not 0.0 <= f <= 1.0 for f in p.opening_floor.values()):
             raise DecodingError(f"opening_floor probabilities must be in [0, 1], not {p.opening_floor}")
         if outside := [t for t in p.opening_floor if not 0 <= t < cfg.vocab_size]:
             raise DecodingError(
                 f"opening_floor token ids {outside} are outside the vocabulary (0 to {cfg.vocab_size - 1})"
             )
-        if p.temperature < 0:
-            raise DecodingError(f"temperature must be >= 0, not {p.temperature}")
         return p
+
+
+def _check_knobs(p: GenerationParams) -> None:
+    """Each setting's type and range, as llm/knobs.py declares them."""
+    for knob in KNOBS.values():
+        value = getattr(p, knob.name)
+        if value is not None and (problem := knob.problem(value)):
+            raise DecodingError(f"{knob.name} {problem}")

@@ -10,8 +10,8 @@ from llm.chat import Delta, ToolCall
 
 
 class OpenAIChat:
-    """`max_tokens=None` leaves the budget to the endpoint (ours: the engine's default canvas);
-    `extra` fields go with every request (e.g. our decoding knobs `threshold`, `steps`)."""
+    """`extra` fields go with every request (e.g. our decoding knobs `threshold`, `steps`, and OpenAI's
+    `max_tokens`; without it the budget is the endpoint's, ours the engine's default canvas)."""
 
     def __init__(
         self,
@@ -19,7 +19,6 @@ class OpenAIChat:
         model: str | None = None,
         api_key: str | None = None,
         extra: dict | None = None,
-        max_tokens: int | None = None,
         timeout: float = 30.0,
     ):
         from openai import AsyncOpenAI  # 0.6 s to import: not on the path of a command's first checks
@@ -29,15 +28,13 @@ class OpenAIChat:
         )
         self.url, self.model = base_url, model
         self.extra = extra or {}
-        self.max_tokens = max_tokens
 
     async def chat(self, messages: list[dict], tools: list[dict]) -> AsyncIterator[Delta]:
         if self.model is None:
             self.model = (await self.client.models.list()).data[0].id
-        budget = {} if self.max_tokens is None else {"max_tokens": self.max_tokens}
         stream = await self.client.chat.completions.create(
             model=self.model, messages=messages, tools=tools or None, stream=True, temperature=0,
-            extra_body=self.extra, **budget,
+            extra_body=self.extra,
         )  # fmt: skip
         calls: dict[int, ToolCall] = {}
         timings = None

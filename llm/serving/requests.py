@@ -10,13 +10,10 @@ from importlib import resources
 from llm.engine.config import ModelConfig
 from llm.engine.errors import DecodingError
 from llm.engine.params import GenerationParams
+from llm.knobs import KNOBS, REQUEST_KNOBS, Knob
 from llm.schema import schema_problem
 
 ROLES = {"system", "user", "assistant", "tool"}
-# Decoding knobs a request may set as extra fields, with their types.
-KNOBS = {"steps": int, "block_length": int, "threshold": float, "factor": float, "cache": str, "seed": int,
-         "ignore_eos": bool}  # fmt: skip
-
 
 # Fields of OpenAI's request this server cannot honour: a request that sets them is refused (as vLLM
 # does), rather than answered as if they were not there. Their harmless values pass.
@@ -31,10 +28,11 @@ UNSUPPORTED = {
     "suffix": lambda v: not v,
 }
 MAX_STOP = 4  # stop sequences a request may give, as OpenAI allows
-# What /openapi.json publishes for the chat endpoint (the one place it is written), and the body's schema
+# What /openapi.json publishes for the chat endpoint, and the body's schema: the data file, with the
+# decoding knobs' fields (OpenAI's max_tokens, temperature and seed among them) from llm/knobs.py
 OPENAPI = json.loads(resources.files("llm.serving").joinpath("chat_completions.openapi.json").read_text())
 REQUEST_SCHEMA = OPENAPI["operation"]["requestBody"]["content"]["application/json"]["schema"]
-MAX_INT_KNOB = 2**31 - 1  # integer knobs (steps, block_length, seed) beyond this are refused
+REQUEST_SCHEMA["properties"] |= {knob.field: knob.schema() for knob in REQUEST_KNOBS}
 
 
 @dataclass
@@ -133,6 +131,13 @@ def _stop(value) -> list[str]:
     return stops
 
 
+def _knob(knob: Knob, body: dict, field: str) -> object:
+    """A decoding knob's value as the request gives it in `field`, checked as llm/knobs.py declares it."""
+    if problem := knob.problem(body[field]):
+        raise BadRequest(f"{field} {problem}")
+    return body[field]
+
+
 def parse_request(body, cfg: ModelConfig, limits: Limits) -> ChatRequest:
     if not isinstance(body, dict):
         raise BadRequest("the body must be a JSON object")
@@ -147,31 +152,16 @@ def parse_request(body, cfg: ModelConfig, limits: Limits) -> ChatRequest:
         fn = tool.get("function") if isinstance(tool, dict) else None
         if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
             raise BadRequest(f'tools[{j}] must be {{"type": "function", "function": {{"name": str, ...}}}}')
-    max_tokens = body.get("max_completion_tokens", body.get("max_tokens", GenerationParams.gen_length))
-    if (
-        not isinstance(max_tokens, int)
-        or isinstance(max_tokens, bool)
-        or not 1 <= max_tokens <= limits.max_tokens
-    ):
-        raise BadRequest(f"max_tokens must be an integer from 1 to {limits.max_tokens}")
-    knobs = {}
-    for name, kind in KNOBS.items():
-        value = body.get(name)
-        if value is not None:
-            if isinstance(value, bool) != (kind is bool) or not isinstance(
-                value, (kind, int) if kind is float else kind
-            ):
-                raise BadRequest(f"{name} must be of type {kind.__name__}")
-            if kind is int and not 0 <= value <= MAX_INT_KNOB:
-                raise BadRequest(f"{name} must be from 0 to {MAX_INT_KNOB}")
-            knobs[name] = value
+    knobs = {k.name: _knob(k, body, k.field) for k in REQUEST_KNOBS if body.get(k.field) is not None}
+    if body.get("max_completion_tokens") is not None:  # OpenAI's newer name for max_tokens wins over it
+        knobs["gen_length"] = _knob(KNOBS["gen_length"], body, "max_completion_tokens")
+    max_tokens = knobs.setdefault("gen_length", GenerationParams.gen_length)
+    if max_tokens > limits.max_tokens:
+        raise BadRequest(f"max_tokens must be at most {limits.max_tokens}, not {max_tokens}")
     if knobs.get("block_length", 1) > limits.max_tokens:
         raise BadRequest(f"block_length must be at most {limits.max_tokens} (the largest max_tokens)")
-    temperature = body.get("temperature", 0.0)
-    if not isinstance(temperature, (int, float)) or isinstance(temperature, bool):
-        raise BadRequest("temperature must be a number")
     try:
-        params = GenerationParams(gen_length=max_tokens, temperature=float(temperature), **knobs).resolve(cfg)
+        params = GenerationParams(**knobs).resolve(cfg)
     except DecodingError as e:
         raise BadRequest(str(e)) from None
     if params.steps > params.gen_length:  # a step commits at least one token: more steps is no work done

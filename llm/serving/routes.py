@@ -17,12 +17,12 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from llm.engine.async_engine import AsyncEngine
 from llm.engine.params import GenerationParams
+from llm.knobs import KNOBS
 from llm.serving.metrics import Metrics
 from llm.serving.reply import ReplyParser
 from llm.serving.requests import OPENAPI, Limits, parse_request
 from llm.serving.streaming import collect_reply, reply_events, sse
 
-DECODING_KEYS = ("gen_length", "steps", "block_length", "threshold", "factor", "cache", "opening_floor")
 REFUSALS = (400, 401, 413, 429, 499)  # every one answered with an OpenAI-style error body
 
 
@@ -55,7 +55,7 @@ def create_app(
     async def health():
         return {"status": "ok", "model": model_name, "running": len(engine.engine.running),
                 "waiting": len(engine.engine.waiting),
-                "decoding": {k: defaults[k] for k in DECODING_KEYS}}  # fmt: skip
+                "decoding": {k: defaults[k] for k in KNOBS}}  # fmt: skip
 
     @app.get("/v1/models")
     async def models():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from voice.cli.decoding import add_decoding_args, add_model_args, decoding_params
+from voice.cli.decoding import add_decoding_args, add_model_args, decoding_knobs
 from voice.cli.stack import add_agent_arg
 
 
@@ -31,13 +31,15 @@ def run(args: argparse.Namespace) -> int:
     from llm.agentfile import BUNDLED_AGENT, load_agent_file
     from llm.engine.async_engine import AsyncEngine
     from llm.engine.engine import Engine
+    from llm.engine.params import GenerationParams
     from llm.serving.engine_chat import EngineChat
     from llm.serving.models import model_dir
 
     spec = load_agent_file(args.agent or BUNDLED_AGENT)
+    params = GenerationParams(**{**spec.decoding, **decoding_knobs(args)})  # the command line wins
     engine = AsyncEngine(Engine(model_dir(args.model), device=args.device))
     try:
-        result = asyncio.run(spec.agent(EngineChat(engine, decoding_params(args))).turn(args.text))
+        result = asyncio.run(spec.agent(EngineChat(engine, params)).turn(args.text))
     finally:
         engine.close()
     if args.json:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from voice.cli.decoding import add_decoding_args, decoding_knobs
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
@@ -19,12 +21,14 @@ def add_parser(sub) -> None:
     p.add_argument("--levels", type=int, nargs="+", default=[1, 2, 4, 8, 16])
     p.add_argument("--requests-per-worker", type=int, default=6)
     p.add_argument("--min-requests", type=int, default=24, help="at least this many per level (default 24)")
+    add_decoding_args(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     import contextlib
 
+    from llm.knobs import request_fields
     from llm.serving.loadgen import bench
     from llm.serving.models import model_dir, served_name
     from llm.serving.process import ServerProcess
@@ -35,5 +39,5 @@ def run(args: argparse.Namespace) -> int:
             stack.enter_context(ServerProcess(model_dir(args.model), served_name(args.model)))
         ]
         bench(urls, answer_prompts(), args.levels, args.requests_per_worker, args.api_key,
-              min_requests=args.min_requests)  # fmt: skip
+              request_fields(decoding_knobs(args)), args.min_requests)  # fmt: skip
     return 0

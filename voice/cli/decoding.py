@@ -1,50 +1,30 @@
-"""The decoding options of the commands that run the engine in-process (`generate`, `ask`); their
-defaults are GenerationParams' (None: the model's own default)."""
+"""The decoding flags, the same for every command that decodes (`generate`, `ask`, `replay`, `talk`,
+`bench-llm`), built from the knobs' table (llm/knobs.py). A flag left unset sets nothing: the model's
+default in-process, the endpoint's over HTTP. Torch-free: `replay` and `talk` take them too."""
 
 from __future__ import annotations
 
 import argparse
 
+from llm.knobs import REQUEST_KNOBS
+
+GROUP = "decoding (in-process, or sent with each request)"
+
 
 def add_decoding_args(p: argparse.ArgumentParser) -> None:
-    from llm.engine.params import CACHE_MODES, GenerationParams
-
-    g = p.add_argument_group("decoding (defaults come from the model)")
-    g.add_argument(
-        "--gen-length",
-        type=int,
-        default=GenerationParams.gen_length,
-        help="answer canvas / token budget, rounded up to whole blocks (default %(default)s)",
-    )
-    g.add_argument(
-        "--block-length", type=int, help="tokens per block (default: the model's block size, or 32)"
-    )
-    g.add_argument("--steps", type=int, help="fixed denoising steps over the canvas (LLaDA's reference rule)")
-    g.add_argument(
-        "--threshold", type=float, help="commit every position at least this confident (Fast-dLLM)"
-    )
-    g.add_argument("--factor", type=float, help="Fast-dLLM factor rule instead of a threshold")
-    g.add_argument("--cache", choices=CACHE_MODES, help="key/value cache mode")
-    g.add_argument("--temperature", type=float, default=GenerationParams.temperature,
-                   help="0 = greedy (default %(default)s)")  # fmt: skip
-    g.add_argument("--seed", type=int, help="random seed for sampling at temperature > 0")
-    g.add_argument("--no-early-stop", action="store_true", help="denoise the whole canvas even after EOS")
+    g = p.add_argument_group(GROUP)
+    for knob in REQUEST_KNOBS:
+        if knob.kind is bool:  # a switch away from its default
+            g.add_argument(*knob.flags, dest=knob.name, action="store_const", const=not knob.default,
+                           help=knob.describe())  # fmt: skip
+        else:
+            g.add_argument(*knob.flags, dest=knob.name, type=knob.parse, choices=knob.choices or None,
+                           help=knob.describe())  # fmt: skip
 
 
-def decoding_params(args: argparse.Namespace):
-    from llm.engine.params import GenerationParams
-
-    return GenerationParams(
-        gen_length=args.gen_length,
-        block_length=args.block_length,
-        steps=args.steps,
-        threshold=args.threshold,
-        factor=args.factor,
-        cache=args.cache,
-        temperature=args.temperature,
-        seed=args.seed,
-        early_stop=not args.no_early_stop,
-    )
+def decoding_knobs(args: argparse.Namespace) -> dict:
+    """The knobs set on the command line, by name (GenerationParams' fields)."""
+    return {k.name: getattr(args, k.name) for k in REQUEST_KNOBS if getattr(args, k.name) is not None}
 
 
 def add_model_args(p: argparse.ArgumentParser) -> None:

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from voice.cli.decoding import add_decoding_args, add_model_args, decoding_params
+from voice.cli.decoding import add_decoding_args, add_model_args, decoding_knobs
 
 
 def add_parser(sub) -> None:
@@ -27,6 +27,7 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from llm.engine.engine import Engine
+    from llm.engine.params import GenerationParams
     from llm.serving.models import model_dir
 
     if args.prompt_ids is None and args.prompt is None:
@@ -39,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         prompt = tok.encode(args.prompt)
     else:
         prompt = tok.encode_chat([{"role": "user", "content": args.prompt}])
-    params = decoding_params(args)
+    params = GenerationParams(**decoding_knobs(args))
     if args.json:
         (gen,) = engine.generate([prompt], params)
         out = {

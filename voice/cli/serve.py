@@ -7,15 +7,16 @@ import sys
 
 
 def add_parser(sub) -> None:
+    from llm.knobs import REQUEST_KNOBS
     from llm.serving.server import add_arguments
 
     p = sub.add_parser(
         "serve",
         help="the diffusion LLM server (OpenAI-compatible, streaming, batched)",
-        description="Serve a model at /v1/chat/completions (stream or not, tools, decoding knobs steps "
-        "block_length threshold factor cache seed ignore_eos as extra fields; per-request timings in "
-        "ttfat_timings), /v1/models, /health (with the decoding it applies by default) and Prometheus "
-        "/metrics. Binds 127.0.0.1 unless told otherwise.",
+        description="Serve a model at /v1/chat/completions (stream or not, tools, the decoding knobs "
+        f"{' '.join(k.field for k in REQUEST_KNOBS)}; per-request timings in ttfat_timings), /v1/models, "
+        "/health (with the decoding it applies by default) and Prometheus /metrics. Binds 127.0.0.1 "
+        "unless told otherwise.",
     )
     p.add_argument("--model", default="bundled", help="bundled, bundled-ar or a checkpoint directory")
     add_arguments(p)

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from asr.whisper import WINDOWS
+from llm.knobs import request_fields
+from voice.cli.decoding import add_decoding_args, decoding_knobs
 from voice.settings import MODES, Settings, SettingsError, VadConfig
 
 
@@ -41,10 +43,7 @@ def add_stack_args(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--api-key", default=os.environ.get("OPENAI_API_KEY"),
                    help="the endpoint's API key (default: $OPENAI_API_KEY)")  # fmt: skip
-    g.add_argument("--max-tokens", type=int, help="answer token budget (default: the endpoint's; ours: 64)")
-    g.add_argument("--threshold", type=float, help="decoding threshold sent with each request")
-    g.add_argument("--steps", type=int, help="denoising steps sent with each request")
-    g.add_argument("--block-length", type=int, help="block length sent with each request")
+    add_decoding_args(p)
     vad, s = VadConfig, Settings
     g = p.add_argument_group("turn detection, ASR, playback")
     g.add_argument("--vad-aggressiveness", type=int, default=vad.aggressiveness,
@@ -155,8 +154,6 @@ def plan_stack(args: argparse.Namespace) -> StackPlan:
     from llm.serving.models import ModelNotFound, model_dir
     from tts.piper import voice_files
 
-    if args.max_tokens is not None and args.max_tokens < 1:
-        raise SettingsError(f"--max-tokens must be at least 1, not {args.max_tokens}")
     servers = {}
     for url, model in endpoints(args):
         if url is None:
@@ -186,9 +183,7 @@ def open_stack(
     from voice.stages import Stages
 
     spec = plan.spec
-    knobs = {k: v for k, v in [("threshold", args.threshold), ("steps", args.steps),
-                               ("block_length", args.block_length)] if v is not None}  # fmt: skip
-    extra = {**spec.decoding, **knobs}
+    extra = request_fields({**spec.decoding, **decoding_knobs(args)})  # the command line wins
     tools = [t.schema for t in spec.tools]
     transcriber = Transcriber(args.asr_model, window="full" if args.serial else args.asr_window)
     synthesizer = Synthesizer(args.tts_voice)
@@ -203,12 +198,12 @@ def open_stack(
             url = stack.enter_context(ServerProcess(plan.servers[local], served_name(local), supervise=True))
             model = served_name(local)
         model = check_endpoint(url, model or spec.model, tools, args.api_key)
-        chat = OpenAIChat(url, model=model, api_key=args.api_key, extra=extra, max_tokens=args.max_tokens)
+        chat = OpenAIChat(url, model=model, api_key=args.api_key, extra=extra)
         ours = server_info(url)
         llm = {
             "url": given or f"our server at {url} (started by ttfat)",
             "model": model,
-            "max_tokens": args.max_tokens or "the endpoint's default",
+            "max_tokens": extra.get("max_tokens", "the endpoint's default"),
             "sent with each request": extra or "nothing",
             "server decoding defaults": ours["decoding"] if ours else "not reported by the endpoint",
         }
