@@ -5,9 +5,9 @@ when preempting, runs the answer on that transcript: the agent, its tools (looku
 nothing) and TTS, with every event held in its own `TurnLog` and nothing played. If speech comes back
 before the endpoint (a `Resume`), the attempt is discarded: its LLM request is cancelled (the server
 frees its slot), nothing it did reaches the turn's record, and its work is counted there (through the
-turn's `TurnLog`, its record's one writer). If the endpoint
-comes with no speech since the pause, the audio is the same but for silence, so the attempt is kept:
-its events join the timeline at their own times and its audio may play.
+turn's `TurnLog`, the record's one writer). If the endpoint comes with no speech since the pause, the
+audio is the same but for silence, so the attempt is kept: its events join the timeline at their own
+times and its audio may play.
 
 An ASR that takes a second, surer pass (asr/whisper.py, window "auto": numbers again at 30 s) lets
 the answer start on the first pass's words; if the second pass hears other digits, that answer is
@@ -157,7 +157,7 @@ class Attempt:
         """Speech came back: drop the work, count it in the turn's record."""
         self.discarded = True
         self.stop.set()
-        waste = {}
+        waste: dict[str, float] = {}
         if not self.running.is_set():
             self.asr.cancel()  # still waiting for the model: it never runs
         else:  # the ASR thread cannot be stopped: its compute counts when it ends

@@ -221,7 +221,8 @@ class Timeline:
 
 
 class TurnLog:
-    """Where one attempt at answering a turn writes: its events and its record. A held log (an answer
+    """Where a turn's events and record are written (turn taking, and each attempt at answering it):
+    the one writer of a record's fields, each change a method of its own. A held log (an answer
     started before the endpoint) keeps both aside, on a record of its own, until `release()` replays its
     events into the timeline, in order and at their own times, and hands its fields to the turn's
     record; a discarded attempt leaves nothing in the turn's record. A log that is not held writes
