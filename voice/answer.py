@@ -1,40 +1,37 @@
 """One turn's answer: transcript -> agent -> clauses -> `Speaking`. The agent's steps become events as
 they happen, written to the attempt's `TurnLog`: live, or held while the answer was started before the
-endpoint (voice/speculation.py). Nothing is heard before `gate` opens, at the endpoint; what went
-wrong becomes the turn's status (voice/turntaking.py records failures)."""
+endpoint (voice/speculation.py), and so are its words, its answer and, when nothing useful came, its
+status. Nothing is heard before `gate` opens, at the endpoint; a failure that ends the answer becomes
+the turn's status in voice/turntaking.py."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
 
 from llm.agent import AgentEvent
 from voice.chunker import Chunker
+from voice.context import CallContext
 from voice.speaking import Speaking
 from voice.stages import Transcript
 from voice.timeline import TurnLog
-
-if TYPE_CHECKING:
-    from voice.call import Call
 
 # A transcript and when it was final (on the call's clock).
 Transcription = Callable[[], Awaitable[tuple[Transcript, int]]]
 
 
-async def answer_turn(call: Call, log: TurnLog, transcription: Transcription, gate: asyncio.Event,
+async def answer_turn(context: CallContext, log: TurnLog, transcription: Transcription, gate: asyncio.Event,
                       words_final: asyncio.Event | None = None) -> None:  # fmt: skip
     """`words_final`: set once the transcript's words are final, when they may not be yet (Speaking)."""
     transcript, final_ns = await transcription()
-    log.record.transcript = transcript.text
-    log.record.info["asr_compute_ms"] = round(transcript.compute_ms, 1)
+    log.transcribed(transcript.text, transcript.compute_ms)
     log.emit("asr_final", t_ns=final_ns, text=transcript.text)
     if not transcript.text.strip():
-        log.record.status, log.record.error = "no_answer", "the ASR heard no words in this turn"
+        log.set_status("no_answer", "the ASR heard no words in this turn")
         return
-    agent, clock, settings = call.stages.agent, call.timeline.clock, call.settings
+    agent, clock, settings = context.stages.agent, context.timeline.clock, context.settings
     chunker = Chunker(settings.min_clause_words, agent.fillers, split_first=settings.split_first_clause)
-    speaking = Speaking(log, call.stages.speak, call.speaker, settings.filler_grace_ms, gate,
+    speaking = Speaking(log, context.stages.speak, context.speaker, settings.filler_grace_ms, gate,
                         hold_undecided=settings.first_clause_first, words_final=words_final)  # fmt: skip
 
     def on_event(event: AgentEvent) -> None:
@@ -59,21 +56,19 @@ async def answer_turn(call: Call, log: TurnLog, transcription: Transcription, ga
             speaking.answer_is(event.round)
 
     try:
-        result = await agent.turn(transcript.text, call.history, on_event)
+        result = await agent.turn(transcript.text, context.history, on_event)
         for clause in chunker.flush():
             speaking.say(clause)
         log.emit("llm_done", t_ns=clock.from_monotonic(result.done_ns))
-        log.record.answer = result.answer
-        log.record.tool_calls = result.to_dict()["tool_calls"]
-        log.record.info["answered_by"] = result.answered_by
+        log.answered(result.answer, result.to_dict()["tool_calls"], result.answered_by)
         await gate.wait()  # a speculative answer joins the conversation only once the turn is over
-        call.history += [{"role": "user", "content": transcript.text},
-                         {"role": "assistant", "content": result.answer}]  # fmt: skip
+        context.history.extend([{"role": "user", "content": transcript.text},
+                             {"role": "assistant", "content": result.answer}])  # fmt: skip
         await speaking.finish()
     except BaseException:
         speaking.cancel()
         raise
     if not result.answer:
-        log.record.status, log.record.error = "no_answer", "the LLM gave no answer"
+        log.set_status("no_answer", "the LLM gave no answer")
     elif "first_useful_token" not in log.record.anchors:
-        log.record.status, log.record.error = "no_answer", "the answer held only filler"
+        log.set_status("no_answer", "the answer held only filler")

@@ -2,9 +2,10 @@
 
 The caller's audio (a recording paced as on a line, or a live microphone) goes frame by frame into the
 turn detector (voice/turns.py); each turn it ends is answered by voice/turntaking.py -> answer.py ->
-speaking.py. Stages only emit events on the call's `Timeline`; the turn record and every metric are
-derived there (voice/timeline.py). CPU-heavy work (ASR, TTS) runs in worker threads and the LLM in its
-own server process, so one stage's compute does not stall the event loop that timestamps the others.
+speaking.py, each handed a `CallContext` (voice/context.py), never the `Call`. Stages only emit events
+on the call's `Timeline` and write a turn's record through its `TurnLog`; every metric is derived there
+(voice/timeline.py). CPU-heavy work (ASR, TTS) runs in worker threads and the LLM in its own server
+process, so one stage's compute does not stall the event loop that timestamps the others.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Callable
 import numpy as np
 
 from voice.audio import RATE, RecordingSource, SimulatedSpeaker
+from voice.context import CallContext
 from voice.endpointing import goes_on
 from voice.settings import Settings
 from voice.stages import Source, Speaker, Stages
@@ -45,9 +47,9 @@ class Call:
         self.audio = CallAudio() if settings.record_audio else None  # what the line carried, per turn
         if self.audio:
             self.speaker = TappedSpeaker(self.speaker, self.audio)
-        self.annotate = annotate or (lambda turn: {})
-        self.history: list[dict] = []  # the conversation so far, as the agent sees it
-        self.turns = TurnTaking(self)
+        context = CallContext(self.timeline, stages, settings, self.speaker, history=[], at=self.at,
+                              annotate=annotate or (lambda turn: {}))  # fmt: skip
+        self.turns = TurnTaking(context)
         self.source: Source | None = None
         self.detector: TurnDetector | None = None
         self.judging: asyncio.Task | None = None  # the turn model, on the last pause
@@ -92,7 +94,7 @@ class Call:
             await self.turns.wait()
         finally:  # Ctrl-C in talk: every turn still running gets its record, then the call ends
             await self.turns.cancel_all()
-            self.timeline.emit(-1, "call_end", turns=len(self.turns.tasks))
+            self.timeline.emit(-1, "call_end", turns=self.turns.count)
         return self.timeline
 
     def _listen(self) -> None:
@@ -122,8 +124,7 @@ class Call:
             complete = await asyncio.to_thread(model.complete, pause.audio)
             if moment != self.moment or not self.detector.in_turn:
                 return
-            index = len(self.turns.tasks) - self.turns.continuing
-            ms = round((self.timeline.clock() - started) / 1e6, 1)
+            index, ms = self.turns.current, round((self.timeline.clock() - started) / 1e6, 1)
             self.timeline.emit(index, "turn_judged", by="smart turn", complete=round(complete, 3), ms=ms)
             self.moment += 1
             if complete >= self.settings.complete_at:

@@ -4,9 +4,10 @@ When the caller falls silent within a turn (a `Pause`), an `Attempt` transcribes
 when preempting, runs the answer on that transcript: the agent, its tools (lookups, which change
 nothing) and TTS, with every event held in its own `TurnLog` and nothing played. If speech comes back
 before the endpoint (a `Resume`), the attempt is discarded: its LLM request is cancelled (the server
-frees its slot), nothing it did reaches the turn's record, and its work is counted. If the endpoint
-comes with no speech since the pause, the audio is the same but for silence, so the attempt is kept:
-its events join the timeline at their own times and its audio may play.
+frees its slot), nothing it did reaches the turn's record, and its work is counted there (through the
+turn's `TurnLog`, the record's one writer). If the endpoint comes with no speech since the pause, the
+audio is the same but for silence, so the attempt is kept: its events join the timeline at their own
+times and its audio may play.
 
 An ASR that takes a second, surer pass (asr/whisper.py, window "auto": numbers again at 30 s) lets
 the answer start on the first pass's words; if the second pass hears other digits, that answer is
@@ -22,14 +23,11 @@ import asyncio
 import re
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
+from voice.context import CallContext
 from voice.stages import Transcript
 from voice.timeline import TurnLog
 from voice.turns import Pause
-
-if TYPE_CHECKING:
-    from voice.call import Call
 
 # Starts an answer task on a held log, a transcription, and the event that says its words are final
 # when they may not be yet (turntaking.py).
@@ -41,9 +39,10 @@ def digits(text: str) -> list[str]:
 
 
 class Attempt:
-    def __init__(self, call: Call, turn: int, number: int, pause: Pause, start: StartAnswer | None):
+    def __init__(self, context: CallContext, turn: int, number: int, pause: Pause, start: StartAnswer | None):
         """`start`: how to start an answer (None: transcribe only, the answer starts at the endpoint)."""
-        self.call, self.turn, self.number, self.start = call, turn, number, start
+        self.context, self.turn, self.number, self.start = context, turn, number, start
+        self.turn_log = TurnLog(context.timeline, turn)  # not held: its events, and the work it discards
         self.gate = asyncio.Event()  # opens once the turn is over and the answer's transcript final
         self.over = False  # the endpoint came
         self.discarded = False
@@ -58,12 +57,12 @@ class Attempt:
         self.dropped: set[asyncio.Task] = set()  # answers begun on words the second pass took back
         self.heard: list[Callable[[Transcript], None]] = []  # told the first words (endpointing)
         self.answering = asyncio.Event()  # an answer has been started
-        call.timeline.emit(turn, "asr_spec_start", attempt=number, audio_s=round(len(pause.audio) / 16000, 3))
+        self.turn_log.emit("asr_spec_start", attempt=number, audio_s=round(len(pause.audio) / 16000, 3))
         self.asr = asyncio.create_task(self._transcribe(pause))
 
     async def _transcribe(self, pause: Pause) -> Transcript:
         try:
-            transcript = await self.call.stages.transcribe(
+            transcript = await self.context.stages.transcribe(
                 pause.audio, self.running, self.stop, self._first_words
             )
         except Exception as e:  # the answer's task records the failure
@@ -72,9 +71,9 @@ class Attempt:
             self.final.set()
             self._open()
             raise
-        self.final_ns = self.call.timeline.clock()
-        self.call.timeline.emit(self.turn, "asr_spec_final", attempt=self.number, text=transcript.text,
-                                compute_ms=round(transcript.compute_ms, 1))  # fmt: skip
+        self.final_ns = self.context.timeline.clock()
+        self.turn_log.emit("asr_spec_final", attempt=self.number, text=transcript.text,
+                           compute_ms=round(transcript.compute_ms, 1))  # fmt: skip
         if self.basis is None:
             self._tell(transcript)
             self._answer_on(transcript)
@@ -86,10 +85,10 @@ class Attempt:
         return transcript
 
     def _first_words(self, first: Transcript) -> None:
-        self.call.timeline.emit(self.turn, "asr_spec_first", attempt=self.number, text=first.text,
-                                compute_ms=round(first.compute_ms, 1))  # fmt: skip
+        self.turn_log.emit("asr_spec_first", attempt=self.number, text=first.text,
+                           compute_ms=round(first.compute_ms, 1))  # fmt: skip
         self._tell(first)
-        self._answer_on(first, words_final=None if self.call.settings.tts_on_first_words else self.final)
+        self._answer_on(first, words_final=None if self.context.settings.tts_on_first_words else self.final)
 
     def _tell(self, transcript: Transcript) -> None:
         for listener in self.heard:
@@ -100,14 +99,14 @@ class Attempt:
         self.basis = transcript
         if self.start is None or self.discarded or self.abandoned:
             return
-        ready_ns = self.call.timeline.clock()
+        ready_ns = self.context.timeline.clock()
 
         async def transcription() -> tuple[Transcript, int]:
             if error:
                 raise error
             return transcript, ready_ns
 
-        self.log = TurnLog(self.call.timeline, self.turn, held=True)
+        self.log = TurnLog(self.context.timeline, self.turn, held=True)
         self.answer = self.start(self.log, transcription, words_final)
         self.answering.set()
 
@@ -123,9 +122,9 @@ class Attempt:
 
     def _open(self) -> None:
         if self.over and self.final.is_set() and not self.gate.is_set() and self.log and not self.abandoned:
-            self.call.timeline.emit(self.turn, "attempt_kept", attempt=self.number)
+            self.turn_log.emit("attempt_kept", attempt=self.number)
             self.log.release()
-            self.log.record.info["speculative"] = True
+            self.log.note(speculative=True)
             self.gate.set()
 
     async def settled(self) -> None:
@@ -158,39 +157,34 @@ class Attempt:
         """Speech came back: drop the work, count it in the turn's record."""
         self.discarded = True
         self.stop.set()
-        waste = self._waste()
+        waste: dict[str, float] = {}
         if not self.running.is_set():
             self.asr.cancel()  # still waiting for the model: it never runs
         else:  # the ASR thread cannot be stopped: its compute counts when it ends
-            waste["asr_runs"] += 1
-            self.asr.add_done_callback(lambda t: _add_compute(waste, t))
+            waste["asr_runs"] = 1
+            self.asr.add_done_callback(self._count_asr)
         if self.answer:
-            self._count_llm(waste)
+            waste |= self._llm_waste()
             self.answer.cancel()
-        self.call.timeline.emit(self.turn, "attempt_discarded", attempt=self.number, reason=reason)
+        self.turn_log.count_discarded(**waste)
+        self.turn_log.emit("attempt_discarded", attempt=self.number, reason=reason)
 
     def _drop_answer(self, reason: str) -> None:
         if self.answer:
-            self._count_llm(self._waste())
+            self.turn_log.count_discarded(**self._llm_waste())
             self.dropped.add(self.answer)
             self.answer.cancel()
-            self.call.timeline.emit(self.turn, "answer_dropped", attempt=self.number, reason=reason)
+            self.turn_log.emit("answer_dropped", attempt=self.number, reason=reason)
 
-    def _waste(self) -> dict:
-        zero = {"asr_runs": 0, "asr_ms": 0.0, "llm_runs": 0, "llm_ms": 0.0}
-        return self.call.timeline.turns[self.turn].info.setdefault("discarded", zero)
-
-    def _count_llm(self, waste: dict) -> None:
+    def _llm_waste(self) -> dict:
         """The current answer's LLM requests (client side: each request to its end, or to now)."""
         held = self.log.held or []
         requests = [t for name, t, _ in held if name == "llm_request"]
         ends = [t for name, t, _ in held if name == "llm_call"]
-        now = self.call.timeline.clock()
-        waste["llm_runs"] += len(requests)
+        now = self.context.timeline.clock()
         ran = sum(((ends[i] if i < len(ends) else now) - t) / 1e6 for i, t in enumerate(requests))
-        waste["llm_ms"] += round(ran, 1)
+        return {"llm_runs": len(requests), "llm_ms": round(ran, 1)}
 
-
-def _add_compute(waste: dict, task: asyncio.Task) -> None:
-    if not task.cancelled() and task.exception() is None:
-        waste["asr_ms"] += round(task.result().compute_ms, 1)
+    def _count_asr(self, task: asyncio.Task) -> None:
+        if not task.cancelled() and task.exception() is None:
+            self.turn_log.count_discarded(asr_ms=round(task.result().compute_ms, 1))

@@ -5,6 +5,10 @@ Stages only *emit* events (`Timeline.emit`); everything measured is derived here
 of the caller's last voiced frame, not the moment the endpointer decided: every anchor's ms from t0
 (TTFAT is `ttfat_ms`), the stages of the wait, and the LLM's share of it (`TurnRecord.llm`). A turn that
 failed or was never answered keeps its status and whatever anchors it reached; it is never dropped.
+
+What is not an event (a turn's status, its words, stage details) is written through the turn's
+`TurnLog` and nowhere else, and only the `Timeline` starts a record again (`restart`): a record has one
+writer, so what a stage may change in it is the list of `TurnLog`'s methods.
 """
 
 from __future__ import annotations
@@ -207,9 +211,18 @@ class Timeline:
             observer(event)
         return event
 
+    def restart(self, turn: int) -> None:
+        """The caller went on after a pause: the turn's record starts again, t0 and every anchor to come
+        from the whole turn, keeping the count of the work discarded on it."""
+        discarded = self.turns[turn].info.get("discarded")
+        self.turns[turn] = TurnRecord(self.call, turn)
+        if discarded:
+            self.turns[turn].info["discarded"] = discarded
+
 
 class TurnLog:
-    """Where one attempt at answering a turn writes: its events and its record. A held log (an answer
+    """Where a turn's events and record are written (turn taking, and each attempt at answering it):
+    the one writer of a record's fields, each change a method of its own. A held log (an answer
     started before the endpoint) keeps both aside, on a record of its own, until `release()` replays its
     events into the timeline, in order and at their own times, and hands its fields to the turn's
     record; a discarded attempt leaves nothing in the turn's record. A log that is not held writes
@@ -244,3 +257,28 @@ class TurnLog:
         record.info.update(self.scratch.info)
         for name, t_ns, data in held:
             self.timeline.emit(self.turn, name, t_ns, **data)
+
+    def note(self, **info) -> None:
+        """Stage details the record keeps (speech span, reference, speculative, barge-in stop)."""
+        self.record.info.update(info)
+
+    def transcribed(self, text: str, compute_ms: float) -> None:
+        """The words the answer is for, and the ASR's compute to hear them."""
+        self.record.transcript = text
+        self.note(asr_compute_ms=round(compute_ms, 1))
+
+    def answered(self, answer: str, tool_calls: list[dict], answered_by: str) -> None:
+        self.record.answer, self.record.tool_calls = answer, tool_calls
+        self.note(answered_by=answered_by)
+
+    def set_status(self, status: str, error: str | None = None) -> None:
+        """How the turn ended (a record starts "ok"): why it failed, or was never answered."""
+        self.record.status, self.record.error = status, error
+
+    def count_discarded(self, **work: float) -> None:
+        """Add work done on words that were taken back (ASR and LLM runs, their ms) to the record's
+        `discarded` (present, at zero, once any work on the turn was discarded)."""
+        zero = {"asr_runs": 0, "asr_ms": 0.0, "llm_runs": 0, "llm_ms": 0.0}
+        discarded = self.record.info.setdefault("discarded", zero)
+        for key, amount in work.items():
+            discarded[key] += amount
