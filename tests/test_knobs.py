@@ -16,7 +16,7 @@ from llm.engine.params import GenerationParams
 from llm.knobs import KNOBS, REQUEST_KNOBS, request_fields
 from llm.serving.requests import BadRequest, Limits, parse_request
 from llm.serving.routes import chat_openapi
-from llm.support.models import model_dir
+from llm.support.models import BUNDLED
 from voice.cli import build_parser
 from voice.cli.decoding import GROUP, decoding_knobs
 
@@ -68,7 +68,7 @@ def test_flags_become_knobs_and_request_fields():
 
 
 def test_the_server_takes_exactly_the_request_knobs():
-    cfg = read_config(model_dir("bundled"))
+    cfg = read_config(BUNDLED["bundled"])
     messages = [{"role": "user", "content": "hi"}]
     params = parse_request({"messages": messages, **request_fields(VALID)}, cfg, Limits()).params
     assert {name: getattr(params, name) for name in VALID} == VALID
