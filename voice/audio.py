@@ -8,7 +8,9 @@ any sample rate work the same way; resampling uses soxr (never linear interpolat
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,49 +58,44 @@ def pick_channel(planar: np.ndarray, channel: int | str) -> int:
     return int(channel)
 
 
-def probe_audio(path: str | Path) -> None:
-    """Raise AudioError for a file `load_audio` would refuse at once: missing, not a file, no audio
-    stream, or a first frame that does not decode. Milliseconds a file: a run checks every input before
-    it loads anything (a file that breaks off later still gives the audio before the break)."""
+@contextlib.contextmanager
+def _audio_stream(path: Path) -> Iterator[tuple[object, object]]:
+    """(container, its first audio stream), open; whatever FFmpeg (through PyAV) raises on a hostile file,
+    there or in the `with` body, becomes an AudioError naming the file."""
     import av
 
-    path = Path(path)
     if not path.is_file():
         raise AudioError(f"{path}: {'not a file' if path.exists() else 'no such file'}")
     try:
         with av.open(str(path)) as container:
             if not container.streams.audio:
                 raise AudioError(f"{path}: no audio stream in this file")
-            if next(container.decode(container.streams.audio[0]), None) is None:
-                raise AudioError(f"{path}: the file holds no audio samples")
+            yield container, container.streams.audio[0]
     except AudioError:
         raise
     except (av.error.FFmpegError, *DECODE_ERRORS) as e:
         raise AudioError(f"{path}: cannot decode ({type(e).__name__}: {e}); corrupt or not audio") from e
+
+
+def probe_audio(path: str | Path) -> None:
+    """Raise AudioError for a file `load_audio` would refuse at once: missing, not a file, no audio
+    stream, or a first frame that does not decode. Milliseconds a file: a run checks every input before
+    it loads anything (a file that breaks off later still gives the audio before the break)."""
+    with _audio_stream(Path(path)) as (container, stream):
+        if next(container.decode(stream), None) is None:
+            raise AudioError(f"{path}: the file holds no audio samples")
 
 
 def load_audio(path: str | Path, channel: int | str = "auto") -> Audio:
     """Decode a file into 16 kHz mono float32. Raises AudioError for a missing, unreadable, corrupt or
     empty file. A file that breaks off (truncated, garbage after its frames) gives the audio decoded up to
     the break, with `cut_short` saying so."""
-    import av
-
     path = Path(path)
-    if not path.is_file():
-        raise AudioError(f"{path}: no such file")
-    try:
-        with av.open(str(path)) as container:
-            if not container.streams.audio:
-                raise AudioError(f"{path}: no audio stream in this file")
-            stream = container.streams.audio[0]
-            rate = stream.rate or stream.codec_context.sample_rate
-            frames, cut_short = _decode(container, stream)
-            planar_format = frames[0].ndim == 2 and stream.format.is_planar if frames else True
-            declared = _declared_seconds(container, stream, path)
-    except AudioError:
-        raise
-    except (av.error.FFmpegError, *DECODE_ERRORS) as e:
-        raise AudioError(f"{path}: cannot decode ({type(e).__name__}: {e}); corrupt or not audio") from e
+    with _audio_stream(path) as (container, stream):
+        rate = stream.rate or stream.codec_context.sample_rate
+        frames, cut_short = _decode(container, stream)
+        planar_format = frames[0].ndim == 2 and stream.format.is_planar if frames else True
+        declared = _declared_seconds(container, stream, path)
     if not rate or rate < 1:
         raise AudioError(f"{path}: the file gives no sample rate; corrupt or not audio")
     if not frames or sum(f.shape[-1] for f in frames) == 0:
