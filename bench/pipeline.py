@@ -2,7 +2,8 @@
 what each lever of the overlap gives on its own (issue 19): first useful audio heard p50/p95 (targets
 <= 450 / 800 ms on recordings/, <= 500 / 900 ms on calls made of the human clips of ../shared), the
 stages of the wait, quality beside latency (WER, tool calls, answer facts, turns cut mid-sentence),
-wasted speculative work and CPU time per turn, and the pipeline's own overhead and memory.
+wasted speculative work and CPU time per turn, the critical path (what each turn's caller was still
+waiting on when the turn was over, and for how long), and the pipeline's own overhead and memory.
 
     python bench/pipeline.py [--calls recordings|human] [--configs serial overlapped ...] [--mode fast]
 
@@ -33,14 +34,14 @@ from llm.serving.models import model_dir, served_name
 from llm.serving.process import ServerProcess
 from llm.support.tools import store_agent
 from tts.piper import Synthesizer
-from voice.anchors import STAGES
+from voice.anchors import STAGES, WAITS
 from voice.endpointing import SmartTurn
 from voice.environment import cpu_name, environment
 from voice.replay import find_calls, run
 from voice.report import percentile
 from voice.settings import Settings
 from voice.stages import Stages
-from voice.timeline import Timeline
+from voice.timeline import Timeline, waiting_on
 
 SERIAL = Settings().serial()
 # name -> (settings, ASR window); each lever alone on top of the serial pipeline, and all of them.
@@ -175,6 +176,7 @@ def report(results: dict) -> None:
             v = [t[stage.key] for t in r["turns"] if t["status"] == "ok" and t.get(stage.key) is not None]
             cells += f"{fmt(statistics.median(v)) + ' / ' + fmt(percentile(v, 95)) if v else '-':>18}"
         print(f"  {stage.label:<43}{cells}")
+    print(critical_paths(results))
     for name, r in results.items():
         share = [100 * t["llm_share"] for t in r["turns"] if t.get("llm_share") is not None]
         s, lags = r["summary"], r["lags"]
@@ -183,6 +185,29 @@ def report(results: dict) -> None:
               f"loop lag p50 {statistics.median(lags):.2f} / p95 {percentile(lags, 95):.2f} ms")  # fmt: skip
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\nvoice process peak memory {rss:.0f} MiB (torch loaded: {'torch' in sys.modules})")
+
+
+def critical_paths(results: dict) -> str:
+    """Per config, what the caller was still waiting on when each turn was declared over (`waiting_on`):
+    how many turns, how long that work went on after the endpoint, and the whole wait after it."""
+    head = f"{'turns':>6}{'ends after, p50 / p95':>24}{'heard after, p50 / p95':>25}"
+    lines = [f"\n{'critical path: the work still running at the endpoint':<56}{head}"]
+    for name, r in results.items():
+        by_stage: dict[str, list[tuple[float, float]]] = {}
+        for t in r["turns"]:
+            if found := waiting_on(t):
+                after = t["first_useful_audio_ms"] - t["endpoint_ms"]
+                by_stage.setdefault(found[0], []).append((found[1], after))
+        lines.append(f"  {name}")
+        for anchor in WAITS:
+            rows = by_stage.get(anchor.waits, [])
+            cells = "".join(f"{span([r[i] for r in rows]):>{w}}" for i, w in ((0, 24), (1, 25)))
+            lines.append(f"    {anchor.waits:<52}{len(rows):>6}{cells}")
+    return "\n".join(lines)
+
+
+def span(values: list[float]) -> str:
+    return f"{fmt(statistics.median(values))} / {fmt(percentile(values, 95))}" if values else "-"
 
 
 def row(name: str, r: dict, base: dict | None) -> str:

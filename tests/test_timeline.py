@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from voice.timeline import CallClock, Timeline, TurnRecord
+from voice.timeline import CallClock, Timeline, TurnRecord, waiting_on
 
 MS = 1_000_000
 
@@ -146,3 +146,16 @@ def test_tools_and_clauses_are_placed_on_the_turn_from_their_events():
     assert [c["start_ms"] for c in out["tool_calls"]] == [200.0, None]
     assert out["clauses"] == [{"text": "Your order ships.", "filler": False, "synth_ms": 300.0,
                                "ready_ms": 400.0, "heard_ms": 500.0, "end_ms": 1500.0}]  # fmt: skip
+
+
+def test_what_the_caller_waited_on_at_the_endpoint_is_the_first_work_still_to_end():
+    ready = {"endpoint_ms": 300.0, "asr_ms": 120.0, "ttfat_ms": 180.0, "first_useful_token_ms": 180.0,
+             "tts_first_audio_ms": 290.0, "first_useful_audio_ms": 310.0}  # fmt: skip
+    assert waiting_on(ready) == ("playback", 10.0)  # everything was ready: only the speaker to start
+    slow_tts = {**ready, "tts_first_audio_ms": 420.0, "first_useful_audio_ms": 430.0}
+    assert waiting_on(slow_tts) == ("TTS", 120.0)
+    second_pass = {**ready, "asr_ms": 900.0, "ttfat_ms": 950.0, "first_useful_token_ms": 950.0,
+                   "tts_first_audio_ms": 1100.0, "first_useful_audio_ms": 1110.0}  # fmt: skip
+    assert waiting_on(second_pass) == ("ASR", 600.0)
+    assert waiting_on({**ready, "ttfat_ms": 350.0, "first_useful_token_ms": 350.0}) == ("LLM and tools", 50.0)
+    assert waiting_on({**ready, "first_useful_audio_ms": None}) is None  # never heard: nothing to place

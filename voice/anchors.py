@@ -25,6 +25,7 @@ class Anchor:
     reported: bool = True  # a row of the report's latency table
     console: bool = False  # shown per turn in `ttfat talk`
     speculative_after: tuple[str, ...] | None = None  # `after` in a turn answered speculatively
+    waits: str | None = None  # the work a caller still waits on until this anchor (`waiting_on`)
 
 
 ANCHORS: tuple[Anchor, ...] = (
@@ -40,6 +41,7 @@ ANCHORS: tuple[Anchor, ...] = (
         stage=("asr_stage_ms", "ASR"),
         reported=False,
         console=True,
+        waits="ASR",
         # a transcript made on a pause, before the endpoint (docs/timing.md), even before the refined t0
         # when the VAD fell silent ahead of the energy's end of speech
         speculative_after=(),
@@ -53,6 +55,7 @@ ANCHORS: tuple[Anchor, ...] = (
         ("first_token",),
         stage=("llm_stage_ms", "LLM to first answer token"),
         console=True,
+        waits="LLM and tools",
     ),  # fmt: skip
     Anchor(
         "first_useful_token",
@@ -60,9 +63,10 @@ ANCHORS: tuple[Anchor, ...] = (
         "first useful token",
         ("first_answer_token",),
         stage=("lead_in_stage_ms", "to first useful token"),
+        waits="lead-in words",
     ),  # fmt: skip
     Anchor("llm_done", "llm_done_ms", "LLM done", ("first_useful_token",), reported=False),
-    Anchor("tts_first_audio", "tts_first_audio_ms", "TTS first audio", ("first_answer_token",)),
+    Anchor("tts_first_audio", "tts_first_audio_ms", "TTS first audio", ("first_answer_token",), waits="TTS"),
     Anchor("first_audio_heard", "first_audio_ms", "first audio heard", ("endpoint", "llm_request")),
     Anchor(
         "first_useful_audio_heard",
@@ -71,6 +75,7 @@ ANCHORS: tuple[Anchor, ...] = (
         ("first_useful_token", "first_audio_heard"),
         stage=("speech_stage_ms", "TTS + playback start"),
         console=True,
+        waits="playback",
     ),  # fmt: skip
     Anchor(
         "last_audio_heard",
@@ -82,6 +87,7 @@ ANCHORS: tuple[Anchor, ...] = (
 )
 BY_NAME = {a.name: a for a in ANCHORS}
 METRICS = {a.name: a.metric for a in ANCHORS if a.metric}  # anchor -> metric key
+WAITS = tuple(a for a in ANCHORS if a.waits)  # the way from the endpoint to the first useful words heard
 # The two figures the product is about: the model's first answer token and the first useful words heard.
 HEADLINE = ("ttfat_ms", "first_useful_audio_ms")
 

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from voice.anchors import ANCHORS, BY_NAME, METRICS, STAGES
+from voice.anchors import ANCHORS, BY_NAME, METRICS, STAGES, WAITS
 
 STATUSES = ("ok", "timeout", "error", "no_answer")
 
@@ -42,6 +42,21 @@ def stage_durations(metrics: dict) -> dict[str, float | None]:
             out[stage.key] = max(end, start) - start
         reached = reached if end is None else max(reached, end)
     return out
+
+
+def waiting_on(metrics: dict) -> tuple[str, float] | None:
+    """What the caller was still waiting on when the turn was declared over: the first work on the way to
+    the first useful words heard (voice/anchors.py, `waits`) that ended after the endpoint, and how long
+    after it; None for a turn with no endpoint or no useful words heard. Nothing is heard before the
+    endpoint, so playback at least is always still to come."""
+    endpoint, heard = metrics.get("endpoint_ms"), metrics.get("first_useful_audio_ms")
+    if endpoint is None or heard is None:
+        return None
+    for anchor in WAITS:
+        end = metrics.get(anchor.metric)
+        if end is not None and end > endpoint:
+            return anchor.waits, end - endpoint
+    return None  # an order violation: heard before the endpoint
 
 
 class CallClock:
