@@ -105,6 +105,13 @@ def test_realtime_replay_of_a_recorded_call_end_to_end(tmp_path, models, server)
     assert names.index("asr_spec_start") < names.index("endpoint") < names.index("attempt_kept"), names
     assert "asr_spec_final" in names and names.index("attempt_kept") < names.index("asr_final")
     assert all(t["speculative"] for t in turns)
+    # when the ASR's last words were in: the answer's speech waited for them (the critical path)
+    finals = {e["turn"]: e["t_ns"] for e in events if e["event"] == "asr_spec_final"}  # the kept: the last
+    t0 = {e["turn"]: e["t_ns"] for e in events if e["event"] == "t0"}
+    for turn in turns:
+        i = turn["turn"]
+        assert turn["words_final_ms"] == pytest.approx((finals[i] - t0[i]) / 1e6, abs=1)
+        assert turn["words_final_ms"] <= turn["tts_first_audio_ms"]
     assert summary["success_rate"] == 1.0 and summary["metrics"]["ttfat_ms"]["n"] == 2
     assert (out / "summary.json").is_file()
 

@@ -157,5 +157,7 @@ def test_what_the_caller_waited_on_at_the_endpoint_is_the_first_work_still_to_en
     second_pass = {**ready, "asr_ms": 900.0, "ttfat_ms": 950.0, "first_useful_token_ms": 950.0,
                    "tts_first_audio_ms": 1100.0, "first_useful_audio_ms": 1110.0}  # fmt: skip
     assert waiting_on(second_pass) == ("ASR", 600.0)
+    confirming = {**second_pass, "asr_ms": 200.0, "words_final_ms": 1000.0}  # speech waited for the digits
+    assert waiting_on(confirming) == ("ASR second pass", 700.0)
     assert waiting_on({**ready, "ttfat_ms": 350.0, "first_useful_token_ms": 350.0}) == ("LLM and tools", 50.0)
     assert waiting_on({**ready, "first_useful_audio_ms": None}) is None  # never heard: nothing to place

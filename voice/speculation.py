@@ -125,6 +125,8 @@ class Attempt:
             self.turn_log.emit("attempt_kept", attempt=self.number)
             self.log.release()
             self.log.note(speculative=True)
+            if self.final_ns is not None and not self.context.settings.tts_on_first_words:
+                self.log.note_moment("words_final_ms", self.final_ns)  # speech waited for the last words
             self.gate.set()
 
     async def settled(self) -> None:

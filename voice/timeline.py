@@ -44,6 +44,16 @@ def stage_durations(metrics: dict) -> dict[str, float | None]:
     return out
 
 
+# The work between the endpoint and the first useful words heard, in order, with the record's key for its
+# end: the anchors that mark one (voice/anchors.py, `waits`) and, after the transcript an answer began on,
+# the second pass that confirms its words (`words_final_ms`: speech is held until then, voice/speaking.py)
+CRITICAL_PATH = (
+    (WAITS[0].waits, WAITS[0].metric),
+    ("ASR second pass", "words_final_ms"),
+    *((a.waits, a.metric) for a in WAITS[1:]),
+)
+
+
 def waiting_on(metrics: dict) -> tuple[str, float] | None:
     """What the caller was still waiting on when the turn was declared over: the first work on the way to
     the first useful words heard (voice/anchors.py, `waits`) that ended after the endpoint, and how long
@@ -52,10 +62,10 @@ def waiting_on(metrics: dict) -> tuple[str, float] | None:
     endpoint, heard = metrics.get("endpoint_ms"), metrics.get("first_useful_audio_ms")
     if endpoint is None or heard is None:
         return None
-    for anchor in WAITS:
-        end = metrics.get(anchor.metric)
+    for waits, key in CRITICAL_PATH:
+        end = metrics.get(key)
         if end is not None and end > endpoint:
-            return anchor.waits, end - endpoint
+            return waits, end - endpoint
     return None  # an order violation: heard before the endpoint
 
 
@@ -276,6 +286,10 @@ class TurnLog:
     def note(self, **info) -> None:
         """Stage details the record keeps (speech span, reference, speculative, barge-in stop)."""
         self.record.info.update(info)
+
+    def note_moment(self, key: str, t_ns: int) -> None:
+        """A moment the record keeps besides its anchors, in ms from the turn's t0 (emitted already)."""
+        self.note(**{key: round((t_ns - self.record.anchors["t0"]) / 1e6, 3)})
 
     def transcribed(self, text: str, compute_ms: float) -> None:
         """The words the answer is for, and the ASR's compute to hear them."""
