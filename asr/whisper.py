@@ -6,7 +6,9 @@ Whisper encodes a 30 s window whatever the length of the audio, so tiny.en costs
 turn as for a 30 s one. `window="fit"` encodes only the audio there is (its length plus a margin, with
 a floor) and bounds the decode by the audio's length, as short windows otherwise loop. Measured in
 `bench/asr_window.py`: about 5x cheaper at the same word error rate, but short windows miscopy digits
-("order 5011" heard as "511"), so `window="auto"` decodes a transcript holding a number again at 30 s.
+("order 5011" heard as "511"), so `window="auto"` decodes a transcript holding a number again at 30 s,
+unless the agent can tell the number came out whole (`numbers_whole`: the bundled agent's order numbers
+have four digits, and a short window's slips drop or double one).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import math
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -104,6 +107,7 @@ class Transcriber:
         window: str = "full",
         min_window_s: float = 10.0,
         margin_s: float = 2.0,
+        numbers_whole: Callable[[str], bool] | None = None,
     ):
         if window not in WINDOWS:
             raise AsrModelError(f"the ASR window must be one of {WINDOWS}, not {window!r}")
@@ -120,6 +124,7 @@ class Transcriber:
             raise AsrModelError(f"could not load the ASR model at {path}: {e}") from e
         self.name, self.path, self.beam_size = model, path, beam_size
         self.window, self.min_window_s, self.margin_s = window, min_window_s, margin_s
+        self.numbers_whole = numbers_whole  # words it says are whole are not heard again (window "auto")
         self.english_only = self.model.model.is_multilingual is False
         from faster_whisper.tokenizer import Tokenizer
         from faster_whisper.transcribe import get_suppressed_tokens
@@ -150,8 +155,11 @@ class Transcriber:
         return Transcript(text, seconds, (time.perf_counter() - start) * 1e3, [window])
 
     def needs_second_pass(self, first: Transcript) -> bool:
-        """With window "auto", a fitted window's words holding a number are decoded again, as "full"."""
-        return self.window == "auto" and first.windows_s[-1] < FULL_WINDOW_S and has_number(first.text)
+        """With window "auto", a fitted window's words holding a number are decoded again, as "full",
+        unless `numbers_whole` (the agent's) says the number they hold is whole as it needs it."""
+        whole = self.numbers_whole is not None and self.numbers_whole(first.text)
+        fitted = self.window == "auto" and first.windows_s[-1] < FULL_WINDOW_S
+        return fitted and has_number(first.text) and not whole
 
     def second_pass(self, audio: np.ndarray, first: Transcript) -> Transcript:
         import numpy as np

@@ -5,6 +5,9 @@ clips and 8 kHz telephone prompts of ../shared/data/speech and the caller turns 
 Numbers: on recordings/, the order number parsed from the transcript equals the one the caller said;
 on the shared clips, the digits said (as words) equal the reference's, for references holding digits.
 
+The last row keeps a fitted window's words when the bundled agent reads a whole order number in them
+(`numbers_whole`), and hears only the others again at 30 s.
+
     python bench/asr_window.py [--models tiny.en base] [--floors 6 8 10 15]
 """
 
@@ -16,7 +19,7 @@ import statistics
 from pathlib import Path
 
 from asr.whisper import Transcriber
-from llm.support.spoken import parse_order_id
+from llm.support.spoken import holds_order_id, parse_order_id
 from voice.audio import load_audio
 from voice.environment import cpu_name
 from voice.report import normalize, percentile, wer
@@ -86,6 +89,8 @@ def main() -> None:
         configs = [("30 s (faster-whisper)", {"window": "full"})]
         configs += [(f"fit: +2 s, floor {f:g} s", {"window": "fit", "min_window_s": f}) for f in args.floors]
         configs += [("auto: fit 10 s, numbers at 30", {"window": "auto", "min_window_s": 10})]
+        configs += [("auto, whole numbers kept", {"window": "auto", "min_window_s": 10,
+                                                  "numbers_whole": holds_order_id})]  # fmt: skip
         for name, options in configs:
             transcriber = Transcriber(model, **options)
             transcriber.transcribe(sets["human clips"][0][0])  # warm-up

@@ -32,6 +32,7 @@ from asr.whisper import Transcriber
 from llm.serving.client import OpenAIChat
 from llm.serving.models import model_dir, served_name
 from llm.serving.process import ServerProcess
+from llm.support.spoken import holds_order_id
 from llm.support.tools import store_agent
 from tts.piper import Synthesizer
 from voice.anchors import STAGES, WAITS
@@ -44,19 +45,22 @@ from voice.stages import Stages
 from voice.timeline import Timeline, waiting_on
 
 SERIAL = Settings().serial()
-# name -> (settings, ASR window); each lever alone on top of the serial pipeline, and all of them.
+# name -> (settings, ASR window, whether the agent's numbers_whole spares a whole order number the 30 s
+# pass); each lever alone on top of the serial pipeline, and all of them.
 CONFIGS = {
-    "serial": (SERIAL, "full"),
-    "asr auto window": (SERIAL, "auto"),
-    "speculative asr": (replace(SERIAL, speculate=True), "full"),
-    "+ preempted answer": (replace(SERIAL, speculate=True, preempt=True), "full"),
-    "first clause first": (replace(SERIAL, first_clause_first=True), "full"),
-    "split first clause": (replace(SERIAL, split_first_clause=True), "full"),
-    "words end turns": (replace(SERIAL, speculate=True, words_end_turns=True), "auto"),
-    "smart turn": (replace(SERIAL, smart_turn=True), "full"),
-    "overlapped": (Settings(), "auto"),
-    "overlapped, first clause whole": (replace(Settings(), split_first_clause=False), "auto"),
-    "overlapped, tts on first words": (replace(Settings(), tts_on_first_words=True), "auto"),
+    "serial": (SERIAL, "full", False),
+    "asr auto window": (SERIAL, "auto", False),
+    "speculative asr": (replace(SERIAL, speculate=True), "full", False),
+    "+ preempted answer": (replace(SERIAL, speculate=True, preempt=True), "full", False),
+    "first clause first": (replace(SERIAL, first_clause_first=True), "full", False),
+    "split first clause": (replace(SERIAL, split_first_clause=True), "full", False),
+    "words end turns": (replace(SERIAL, speculate=True, words_end_turns=True), "auto", False),
+    "smart turn": (replace(SERIAL, smart_turn=True), "full", False),
+    "whole numbers kept": (SERIAL, "auto", True),
+    "overlapped": (Settings(), "auto", True),
+    "overlapped, numbers re-heard": (Settings(), "auto", False),
+    "overlapped, first clause whole": (replace(Settings(), split_first_clause=False), "auto", True),
+    "overlapped, tts on first words": (replace(Settings(), tts_on_first_words=True), "auto", True),
 }
 
 emit_ns: dict[tuple[str, int], int] = {}
@@ -101,15 +105,15 @@ def cut_mid_sentence(turn: dict) -> bool:
 
 
 def replay_config(name, paths, server, pid, parts, args) -> dict:
-    settings, window = CONFIGS[name]
+    settings, window, whole = CONFIGS[name]
     transcriber, synthesizer, turn_model = parts
-    transcriber.window = window
+    transcriber.window, transcriber.numbers_whole = window, holds_order_id if whole else None
     stages = Stages(transcriber, store_agent(OpenAIChat(server)), synthesizer, turn_model)
     out = Path(args.out) / name.replace(" ", "-").replace("+", "plus")
     lags: list[float] = []
     emit_ns.clear()
     cpu = time.process_time(), cpu_s(pid)
-    env = environment(mode=args.mode, config=name, asr_window=window)
+    env = environment(mode=args.mode, config=name, asr_window=window, numbers_whole=whole)
     summary = asyncio.run(
         with_lag_probe(run(find_calls(paths), stages, replace(settings, mode=args.mode), out, 1, env), lags)
     )

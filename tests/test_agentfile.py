@@ -25,7 +25,7 @@ from llm.serving.client import EndpointError, OpenAIChat, check_endpoint
 from llm.serving.process import free_port
 from llm.support.datafiles import load
 from llm.support.policy import FILLERS, SYSTEM_PROMPT, TOOL_ERROR_ANSWERS
-from llm.support.spoken import caller_words
+from llm.support.spoken import caller_words, holds_order_id
 
 ROOT = Path(__file__).resolve().parents[1]
 CALL = ROOT / "recordings" / "call02.flac"  # "do you have the robot vacuum", "is the printer paper in stock"
@@ -103,7 +103,7 @@ def test_the_bundled_agent_is_an_agent_file_of_the_store_policy():
     spec = load_agent_file()
     assert spec.path == BUNDLED_AGENT and spec.name == "northwind"
     assert spec.system_prompt == SYSTEM_PROMPT and spec.fillers == tuple(FILLERS.values())
-    assert spec.caller_words is caller_words
+    assert spec.caller_words is caller_words and spec.numbers_whole is holds_order_id
     assert [t.schema for t in spec.tools] == load("tools.json")
     assert {t.name: t.kind for t in spec.tools} == {"lookup_order": "python", "check_stock": "python"}
     assert spec.on_bad_arguments == {tool: text for tool, (text, _) in TOOL_ERROR_ANSWERS.items()}
@@ -122,6 +122,8 @@ def test_the_bundled_agent_is_an_agent_file_of_the_store_policy():
         (("timeout_s = 2.0", "timeout_s = -1"), "tools.check_stock.timeout_s"),
         (('caller_words = "llm.support.spoken:caller_words"', 'caller_words = "llm.support.spoken:nope"'),
          "caller_words"),
+        (('caller_words = "llm.support.spoken:caller_words"', 'numbers_whole = "llm.support.spoken:ONES"'),
+         "numbers_whole"),  # not callable
         (("fillers = [", 'on_bad_arguments = { shelf = "Which?" }\nfillers = ['), "on_bad_arguments"),
         (("fillers = [", 'on_bad_arguments = { check_stock = 3 }\nfillers = ['), "on_bad_arguments"),
     ],

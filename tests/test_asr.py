@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from asr.whisper import AsrModelError, Transcriber, bundled_model
 from voice.audio import load_audio
 from voice.report import wer
 
-SPEECH = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "speech"
+ROOT = Path(__file__).resolve().parents[1]
+SPEECH = ROOT.parent / "shared" / "data" / "speech"
 KINDS = ("human_reference", "test_expected_text", "script_text")
 
 
@@ -42,3 +44,24 @@ def test_models_are_local_only():
     assert (bundled_model("tiny.en") / "model.bin").is_file()
     with pytest.raises(AsrModelError, match="neither tiny.en, base nor"):
         bundled_model("large-v3")  # a size name would download: refused, with the choices
+
+
+def test_a_number_the_agent_reads_whole_keeps_the_fitted_windows_words():
+    """Window "auto" hears words holding a number again at 30 s (a short window drops or doubles a digit)
+    unless the agent's `numbers_whole` reads the number as whole: the bundled agent's four-digit order
+    numbers. On the recorded callers: order 1533 comes out whole from the fitted window and is kept;
+    order 5011 comes out there as "511", not whole, and is heard again in the full window."""
+    from llm.support.spoken import holds_order_id, parse_order_id
+    from voice.replay import find_calls
+
+    auto = Transcriber(window="auto", numbers_whole=holds_order_id)
+    calls = {c.name: c for c in find_calls([str(ROOT / "recordings")])}
+    for name, turn, order, passes in (("call05", 1, "1533", 1), ("call03", 0, "5011", 2)):
+        call = calls[name]
+        ref = call.reference[turn]
+        audio = load_audio(call.path, call.channel).samples
+        clip = audio[int((ref["speech_start_s"] - 0.3) * 16000) : int((ref["speech_end_s"] + 0.3) * 16000)]
+        result = auto.transcribe(clip)
+        assert len(result.windows_s) == passes and parse_order_id(result.text) == order, result
+    silence = auto.first_pass(np.zeros(16000, np.float32))
+    assert not auto.needs_second_pass(silence)  # no number: one pass, as before

@@ -19,6 +19,7 @@ from asr.whisper import Transcriber
 from llm.serving.client import OpenAIChat
 from llm.serving.process import ServerProcess, free_port
 from llm.support.models import BUNDLED
+from llm.support.spoken import holds_order_id
 from llm.support.tools import store_agent
 from tts.piper import Synthesizer
 from voice.anchors import METRICS
@@ -41,7 +42,8 @@ def server():
 
 @pytest.fixture(scope="module")
 def models():
-    return Transcriber(window="auto"), Synthesizer(noise_scale=0, noise_w_scale=0)  # as `ttfat replay`
+    auto = Transcriber(window="auto", numbers_whole=holds_order_id)  # as `ttfat replay` with the bundled agent
+    return auto, Synthesizer(noise_scale=0, noise_w_scale=0)
 
 
 def stages(models, url: str, timeout: float = 30.0) -> Stages:

@@ -10,6 +10,9 @@ system_prompt = "You book rooms."    # or system_prompt_file = "prompt.txt", rel
 greeting = "Hi, rooms desk."         # optional
 fillers = ["One moment."]            # phrases said before a tool call, not answers (or fillers_from)
 caller_words = "module:function"     # optional: rewrites the caller's words before the model sees them
+numbers_whole = "module:function"    # optional: whether a transcript's numbers are whole as the agent
+                                     # needs them (an order number of its length): the ASR then keeps
+                                     # its fitted window's words, not heard again in a 30 s window
 max_tool_rounds = 2
 on_bad_arguments = { find_room = "Sorry, which room was it?" }  # optional: what the caller hears when
                                      # the model's call has arguments that do not fit the tool's schema
@@ -46,8 +49,8 @@ BUNDLED_AGENT = Path(__file__).resolve().parents[1] / "support" / "agent.toml"
 
 TOP_KEYS = {
     "name", "model", "system_prompt", "system_prompt_file", "system_prompt_from", "greeting", "fillers",
-    "fillers_from", "caller_words", "max_tool_rounds", "on_bad_arguments", "on_bad_arguments_from",
-    "tools_file", "decoding", "tools",
+    "fillers_from", "caller_words", "numbers_whole", "max_tool_rounds", "on_bad_arguments",
+    "on_bad_arguments_from", "tools_file", "decoding", "tools",
 }  # fmt: skip
 TOOL_KEYS = {"description", "parameters", "timeout_s", "python", "sqlite", "query", "fixture"}
 BACKENDS = ("python", "sqlite", "fixture")
@@ -77,6 +80,7 @@ class AgentSpec:
     greeting: str | None = None
     fillers: tuple[str, ...] = ()
     caller_words: Callable[[str], str] | None = None
+    numbers_whole: Callable[[str], bool] | None = None  # the ASR's (asr/whisper.py: Transcriber)
     decoding: dict = field(default_factory=dict)  # knob values by name (llm/knobs.py)
     max_tool_rounds: int = 2
     on_bad_arguments: dict[str, str] = field(default_factory=dict)
@@ -156,9 +160,10 @@ def load_agent_file(path: str | Path = BUNDLED_AGENT) -> AgentSpec:
     if not isinstance(fillers, list) or not all(isinstance(f, str) for f in fillers):
         raise fail("fillers", "must be a list of phrases")
 
-    words = ref("caller_words") if "caller_words" in raw else None
-    if words is not None and not callable(words):
-        raise fail("caller_words", "is not callable")
+    words, whole = (ref(key) if key in raw else None for key in ("caller_words", "numbers_whole"))
+    for key, value in (("caller_words", words), ("numbers_whole", whole)):
+        if value is not None and not callable(value):
+            raise fail(key, "is not callable")
     decoding = raw.get("decoding", {})
     if not isinstance(decoding, dict):
         raise fail("decoding", "must be a table of decoding knobs")
@@ -204,6 +209,7 @@ def load_agent_file(path: str | Path = BUNDLED_AGENT) -> AgentSpec:
         greeting=text("greeting"),
         fillers=tuple(fillers),
         caller_words=words,
+        numbers_whole=whole,
         decoding=decoding,
         max_tool_rounds=rounds,
         on_bad_arguments=dict(repeat),

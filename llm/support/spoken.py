@@ -270,6 +270,13 @@ def parse_order_id(text: str) -> str | None:
     return found
 
 
+def holds_order_id(text: str) -> bool:
+    """Whether ASR words give a whole order number (four digits, however spoken). A short Whisper window
+    miscopies digits by dropping or doubling one ("order 511" for 5011, "77770" for 7770), which leaves
+    no four-digit number to read: those words are heard again in the full window (asr/whisper.py)."""
+    return parse_order_id(text) is not None
+
+
 # ---------------------------------------------------------------------------------------------
 # Speaking an order id the way callers (and their ASR) do
 # ---------------------------------------------------------------------------------------------

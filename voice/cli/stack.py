@@ -93,7 +93,8 @@ def add_stack_args(p: argparse.ArgumentParser) -> None:
         "--asr-window",
         choices=WINDOWS,
         default="auto",
-        help="Whisper's window: full 30 s, fit to the audio, or auto (fit, 30 s for numbers)",
+        help="Whisper's window: full 30 s, fit to the audio, or auto (fit; words holding a number are heard "
+        "again at 30 s, unless the agent file's numbers_whole says the number is whole)",
     )
 
 
@@ -185,10 +186,12 @@ def open_stack(
     spec = plan.spec
     extra = request_fields({**spec.decoding, **decoding_knobs(args)})  # the command line wins
     tools = [t.schema for t in spec.tools]
-    transcriber = Transcriber(args.asr_model, window="full" if args.serial else args.asr_window)
+    transcriber = Transcriber(args.asr_model, window="full" if args.serial else args.asr_window,
+                              numbers_whole=spec.numbers_whole)  # fmt: skip
     synthesizer = Synthesizer(args.tts_voice)
     turn_model = SmartTurn() if settings.smart_turn else None
-    asr = {"model": str(transcriber.path), "device": transcriber.device, "compute": transcriber.compute_type}
+    asr = {"model": str(transcriber.path), "device": transcriber.device, "compute": transcriber.compute_type,
+           "window": transcriber.window, "numbers_whole": getattr(spec.numbers_whole, "__qualname__", None)}
     arms, labels = [], set()
     for url, model in endpoints(args):
         given = url
