@@ -42,7 +42,7 @@ def server():
 
 @pytest.fixture(scope="module")
 def models():
-    auto = Transcriber(window="auto", numbers_whole=holds_order_id)  # as `ttfat replay` with the bundled agent
+    auto = Transcriber(window="auto", numbers_whole=holds_order_id)  # as `ttfat replay`, the bundled agent
     return auto, Synthesizer(noise_scale=0, noise_w_scale=0)
 
 
