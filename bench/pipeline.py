@@ -35,14 +35,14 @@ from llm.serving.process import ServerProcess
 from llm.support.spoken import holds_order_id
 from llm.support.tools import store_agent
 from tts.piper import Synthesizer
-from voice.anchors import STAGES, WAITS
+from voice.anchors import STAGES
 from voice.endpointing import SmartTurn
 from voice.environment import cpu_name, environment
 from voice.replay import find_calls, run
 from voice.report import percentile
 from voice.settings import Settings
 from voice.stages import Stages
-from voice.timeline import Timeline, waiting_on
+from voice.timeline import CRITICAL_PATH, Timeline, waiting_on
 
 SERIAL = Settings().serial()
 # name -> (settings, ASR window, whether the agent's numbers_whole spares a whole order number the 30 s
@@ -203,10 +203,10 @@ def critical_paths(results: dict) -> str:
                 after = t["first_useful_audio_ms"] - t["endpoint_ms"]
                 by_stage.setdefault(found[0], []).append((found[1], after))
         lines.append(f"  {name}")
-        for anchor in WAITS:
-            rows = by_stage.get(anchor.waits, [])
+        for waits, _ in CRITICAL_PATH:
+            rows = by_stage.get(waits, [])
             cells = "".join(f"{span([r[i] for r in rows]):>{w}}" for i, w in ((0, 24), (1, 25)))
-            lines.append(f"    {anchor.waits:<52}{len(rows):>6}{cells}")
+            lines.append(f"    {waits:<52}{len(rows):>6}{cells}")
     return "\n".join(lines)
 
 

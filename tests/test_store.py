@@ -6,7 +6,16 @@ import pytest
 
 from llm.agentfile import load_agent_file
 from llm.support.policy import SYSTEM_PROMPT
-from llm.support.spoken import digits, money, number, ordinal, parse_order_id, say_order_id, spoken_date
+from llm.support.spoken import (
+    digits,
+    holds_order_id,
+    money,
+    number,
+    ordinal,
+    parse_order_id,
+    say_order_id,
+    spoken_date,
+)
 from llm.support.store import (
     DEFAULT_DB,
     NOT_CARRIED,
@@ -130,6 +139,24 @@ def test_parse_order_id_other(text, expected):
 )
 def test_parse_order_id_none(text):
     assert parse_order_id(text) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "whole"),
+    [
+        ("I'd like to return Order 1533.", True),
+        ("And when we'll order 1 9 2 4 get here.", True),
+        ("as my Order 663 3-ship yet.", True),  # Whisper's split, joined
+        ("Can I change the address on order 777-0?", True),
+        ("order four two one seven", True),
+        ("Hi, I'm calling about order 511.", False),  # a short window's slips: 5011 with a digit dropped,
+        ("Hello, can you check order 77770 please?", False),  # 7770 with one doubled,
+        ("When will order 3508 to arrive?", False),  # 3582 with its "two" heard as a word
+        ("I want two yoga mats", False),
+    ],
+)  # fmt: skip
+def test_a_whole_order_number_is_four_digits_as_it_stands(text, whole):
+    assert holds_order_id(text) is whole
 
 
 def test_say_order_id_roundtrip():

@@ -271,10 +271,12 @@ def parse_order_id(text: str) -> str | None:
 
 
 def holds_order_id(text: str) -> bool:
-    """Whether ASR words give a whole order number (four digits, however spoken). A short Whisper window
-    miscopies digits by dropping or doubling one ("order 511" for 5011, "77770" for 7770), which leaves
-    no four-digit number to read: those words are heard again in the full window (asr/whisper.py)."""
-    return parse_order_id(text) is not None
+    """Whether ASR words give a whole order number: a run of number words that spells exactly four digits
+    as it stands. A short Whisper window miscopies digits by dropping or doubling one ("order 511" for
+    5011, "77770" for 7770), or by hearing one as a word ("3508 to" for three five eight two): those
+    leave no such run, and are heard again in the full window (asr/whisper.py). `parse_order_id`, which
+    trims homophones off a run, reads more, but is not sure of it."""
+    return any(len(_run_digits(run) or "") == 4 for run in _runs(_tokens(text)))
 
 
 # ---------------------------------------------------------------------------------------------
