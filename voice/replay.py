@@ -65,7 +65,8 @@ def find_calls(paths: list[str], channel: int | str = "auto") -> list[CallInput]
             calls += [CallInput(f.stem, f, channel) for f in found]
         elif p.suffix == ".jsonl":
             calls += read_manifest(p)
-        else:  # a file (a missing or unreadable one becomes a failed call, not a crash)
+        else:  # a file (here a missing or unreadable one becomes a failed call; `ttfat replay`
+            # refuses it first, check_calls)
             calls.append(CallInput(p.stem, p, channel, named=True))
     seen: dict[str, int] = {}
     for c in calls:

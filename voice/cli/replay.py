@@ -46,8 +46,10 @@ def add_parser(sub) -> None:
 
 
 def channel_arg(value: str) -> int | str:
-    if value == "auto" or value.isdigit():
-        return value if value == "auto" else int(value)
+    if value == "auto":
+        return value
+    if value.isdigit():
+        return int(value)
     raise argparse.ArgumentTypeError(f"auto or a channel number (0, 1, ...), not {value!r}")
 
 
