@@ -61,6 +61,8 @@ CONFIGS = {
     "overlapped, numbers re-heard": (Settings(), "auto", False),
     "overlapped, first clause whole": (replace(Settings(), split_first_clause=False), "auto", True),
     "overlapped, tts on first words": (replace(Settings(), tts_on_first_words=True), "auto", True),
+    "streamed speech": (replace(SERIAL, stream_speech=True), "full", False),
+    "overlapped, clauses whole": (replace(Settings(), stream_speech=False), "auto", True),
 }
 
 emit_ns: dict[tuple[str, int], int] = {}

@@ -562,3 +562,55 @@ def test_a_tool_call_with_broken_arguments_is_heard_as_a_request_to_repeat(tmp_p
     assert turn["tool_calls"][0]["arguments"] == '{"order_id": "10' and turn["tool_calls"][0]["error"]
     assert turn["first_useful_audio_ms"] >= turn["first_useful_token_ms"] > 0
     assert turn["order_violations"] == []
+
+
+def test_a_clause_is_heard_from_its_first_piece_on_and_back_to_back(models):
+    """A long clause's audio comes in pieces: its first is heard as soon as it is made, long before the
+    whole clause is, and the rest follow with no gap, the clause as long as all its pieces together.
+    Whole clauses (`--no-stream-speech`) are heard once all of it is made. A speaking cancelled
+    mid-clause (a barge-in) leaves the voice free for the next turn."""
+    from voice.audio import SimulatedSpeaker
+    from voice.chunker import Clause
+    from voice.speaking import Speaking
+    from voice.timeline import CallClock, Timeline, TurnLog
+
+    text = "Yes, we have fifty two in stock at nineteen dollars and ninety nine cents each."
+
+    def heard(stream: bool) -> tuple[dict, list]:
+        timeline = Timeline("s", CallClock())
+        stages = Stages(None, None, models[1])
+        played = []
+
+        class Listening(SimulatedSpeaker):
+            async def play(self, speech, ready_ns):
+                played.append(speech.seconds)
+                return await super().play(speech, ready_ns)
+
+        async def speak() -> None:
+            gate = asyncio.Event()
+            gate.set()
+            speak = stages.speak if stream else stages.speak_whole
+            speaking = Speaking(TurnLog(timeline, 0), speak, Listening(clock=timeline.clock), 400, gate)
+            speaking.say(Clause(text, timeline.clock(), 0, False))
+            speaking.answer_is(0)
+            await speaking.finish()
+
+        asyncio.run(speak())
+        (clause,) = [e for e in timeline.events if e.name == "clause"]
+        return clause.data | {"ready_ns": clause.t_ns}, played
+
+    streamed, pieces = heard(stream=True)
+    whole, (seconds,) = heard(stream=False)
+    assert len(pieces) >= 3 and abs(sum(pieces) - seconds) < 1e-3
+    assert streamed["end_ns"] - streamed["heard_ns"] == pytest.approx(seconds * 1e9, abs=1e6)  # no gaps
+    first, all_of_it = (d["ready_ns"] - d["synth_ns"] for d in (streamed, whole))
+    assert first < all_of_it / 2  # measured here: ~60 ms against ~230 ms
+
+    async def cut_then_speak_again() -> int:
+        stages = Stages(None, None, models[1])
+        pieces = stages.speak(text)
+        await anext(pieces)
+        await pieces.aclose()  # the consumer is gone mid-clause
+        return len([p async for p in stages.speak("Anything else?")])
+
+    assert asyncio.run(asyncio.wait_for(cut_then_speak_again(), 10)) >= 1

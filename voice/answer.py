@@ -31,7 +31,8 @@ async def answer_turn(context: CallContext, log: TurnLog, transcription: Transcr
         return
     agent, clock, settings = context.stages.agent, context.timeline.clock, context.settings
     chunker = Chunker(settings.min_clause_words, agent.fillers, split_first=settings.split_first_clause)
-    speaking = Speaking(log, context.stages.speak, context.speaker, settings.filler_grace_ms, gate,
+    speak = context.stages.speak if settings.stream_speech else context.stages.speak_whole
+    speaking = Speaking(log, speak, context.speaker, settings.filler_grace_ms, gate,
                         hold_undecided=settings.first_clause_first, words_final=words_final)  # fmt: skip
 
     def on_event(event: AgentEvent) -> None:

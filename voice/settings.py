@@ -11,6 +11,7 @@ LEVERS = (
     "preempt",
     "first_clause_first",
     "split_first_clause",
+    "stream_speech",
     "words_end_turns",
     "smart_turn",
 )  # off: serial
@@ -66,6 +67,7 @@ class Settings:
     preempt: bool = True  # and answer that transcript then (heard only once the turn is declared over)
     first_clause_first: bool = True  # hold words until their LLM call shows it answers (no filler ahead)
     split_first_clause: bool = True  # the answer's first clause also ends before "and", "but" (sooner heard)
+    stream_speech: bool = True  # play a clause's audio piece by piece as the voice makes it (tts/piper.py)
     tts_on_first_words: bool = False  # synthesize an answer on the ASR's first pass while its second runs
     words_end_turns: bool = True  # words that read like the start of a turn ("Okay.") get a longer end window
     smart_turn: bool = False  # on a pause, a turn model ends complete turns and waits on incomplete ones

@@ -4,11 +4,13 @@ anchors emitted the moment they are known.
 A clause belongs to one LLM call (its `round`); only the last call's clauses are the answer, and which
 call is the last is known when it ends without a tool call (`answer_is`) or makes one
 (`not_the_answer`). So each answer anchor is emitted as soon as both are known: the answer's round,
-and the clause it hangs on being produced (first_useful_token), synthesized (tts_first_audio) or
-heard (first_useful_audio_heard). Nothing is played before `gate` opens (the endpoint): an answer
-started early is synthesized early and heard on time. An answer begun on words the ASR is still
-checking (a second pass) is synthesized only once `words_final` opens: TTS would take the cores that
-pass needs, and the words it would speak may yet be taken back.
+and the clause it hangs on being produced (first_useful_token), its first piece of audio synthesized
+(tts_first_audio) or heard (first_useful_audio_heard). A clause's pieces (tts/piper.py, `stream`) are
+played back to back as they come, so its first words are heard long before its last are made.
+Nothing is played before `gate` opens (the endpoint): an answer started early is synthesized early
+and heard on time. An answer begun on words the ASR is still checking (a second pass) is synthesized
+only once `words_final` opens: TTS would take the cores that pass needs, and the words it would speak
+may yet be taken back.
 
 A filler ("Let me look up that order.", or anything said before a tool call) covers a wait; when
 useful words follow within the grace period there is no wait to cover, and speaking it would only
@@ -20,7 +22,8 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
 from dataclasses import dataclass
 
 from voice.chunker import Clause
@@ -41,7 +44,7 @@ class Speaking:
     show what they are, then `await finish()`: it returns once everything said has been heard (live, or
     lived replay)."""
 
-    def __init__(self, log: TurnLog, speak: Callable[[str], Awaitable[Speech]], speaker: Speaker,
+    def __init__(self, log: TurnLog, speak: Callable[[str], AsyncIterator[Speech]], speaker: Speaker,
                  filler_grace_ms: float, gate: asyncio.Event, hold_undecided: bool = True,
                  words_final: asyncio.Event | None = None):  # fmt: skip
         self.log, self.speak, self.speaker, self.gate = log, speak, speaker, gate
@@ -115,18 +118,21 @@ class Speaking:
             if self.words_final:
                 await self.words_final.wait()
             synth = clock()
-            speech = await self.speak(clause.text)
-            ready = clock()
-            self.synthesized.append((clause, ready))
-            self._answer_anchors()
-            await self.gate.wait()
-            start, end = await self.speaker.play(speech, clock())
-            if not self.spoken:
-                self.log.emit("first_audio_heard", t_ns=start)
+            async with aclosing(self.speak(clause.text)) as pieces:
+                first = await anext(pieces)
+                ready = clock()
+                self.synthesized.append((clause, ready))
+                self._answer_anchors()
+                await self.gate.wait()
+                start, end = await self.speaker.play(first, clock())
+                if not self.spoken:
+                    self.log.emit("first_audio_heard", t_ns=start)
+                self.spoken.append(Spoken(clause, start))
+                self._answer_anchors()
+                async for piece in pieces:  # made while the first plays: heard back to back
+                    _, end = await self.speaker.play(piece, clock())
             self.log.emit("clause", t_ns=ready, text=clause.text, filler=clause.filler, synth_ns=synth,
                           heard_ns=start, end_ns=end)  # fmt: skip
-            self.spoken.append(Spoken(clause, start))
-            self._answer_anchors()
         if self.spoken:
             await self.speaker.drain(end)  # live: the turn lasts until heard, so a barge-in can cut it
             self.log.emit("last_audio_heard", t_ns=end)

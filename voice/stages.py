@@ -8,7 +8,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import replace
 from typing import Protocol
 
 import numpy as np
@@ -40,7 +41,7 @@ class Agent(Protocol):
         (llm.agent.AgentEvent); returns an llm.agent.TurnResult."""
 
 
-class Speech(Protocol):
+class Speech(Protocol):  # a dataclass (tts.piper.Speech)
     audio: np.ndarray
     sample_rate: int
 
@@ -49,8 +50,8 @@ class Speech(Protocol):
 
 
 class Synthesizer(Protocol):
-    def speak(self, text: str) -> Speech:
-        """Text -> audio (blocking; run in a worker thread)."""
+    def stream(self, text: str) -> Iterator[Speech]:
+        """Text -> its audio in pieces, at least one (blocking; each piece made in a worker thread)."""
 
 
 class Speaker(Protocol):
@@ -108,9 +109,34 @@ class Stages:
                 on_first(first)
             return await asyncio.to_thread(self.transcriber.second_pass, audio, first)
 
-    async def speak(self, text: str) -> Speech:
-        async with self.tts_lock:
-            return await asyncio.to_thread(self.synthesizer.speak, text)
+    async def speak(self, text: str) -> AsyncIterator[Speech]:
+        """The audio of `text` piece by piece, as soon as each is made. The voice makes the pieces ahead
+        of whoever plays them, and is free for the next text once they are all made."""
+        pieces: asyncio.Queue = asyncio.Queue()  # Speech, then None (or the exception that ended it)
+
+        async def make() -> None:
+            try:
+                async with self.tts_lock:
+                    stream = self.synthesizer.stream(text)
+                    while (piece := await asyncio.to_thread(next, stream, None)) is not None:
+                        pieces.put_nowait(piece)
+                pieces.put_nowait(None)
+            except Exception as e:  # noqa: BLE001  raised where the pieces are awaited
+                pieces.put_nowait(e)
+
+        maker = asyncio.create_task(make())
+        try:
+            while (piece := await pieces.get()) is not None:
+                if isinstance(piece, Exception):
+                    raise piece
+                yield piece
+        finally:
+            maker.cancel()
+
+    async def speak_whole(self, text: str) -> AsyncIterator[Speech]:
+        """The audio of `text` in one piece, once all of it is made (`--no-stream-speech`)."""
+        pieces = [piece async for piece in self.speak(text)]
+        yield replace(pieces[0], audio=np.concatenate([piece.audio for piece in pieces]))
 
     async def warm_up(self) -> dict[str, float]:
         """Run each stage once outside any turn (first calls load models and fill caches) and say how
@@ -122,9 +148,13 @@ class Stages:
             first = await asyncio.to_thread(self.transcriber.first_pass, silence)
             await asyncio.to_thread(self.transcriber.second_pass, silence, first)
 
+        async def tts():
+            async for _ in self.speak("Hello."):
+                pass
+
         work = [
             ("asr", asr),
-            ("tts", lambda: self.speak("Hello.")),
+            ("tts", tts),
             ("llm", lambda: self.agent.turn("hello")),
         ]
         if self.turn_model:

@@ -80,6 +80,11 @@ def add_stack_args(p: argparse.ArgumentParser) -> None:
         help="speak the answer's first clause whole, not split before 'and'/'but' to be heard sooner",
     )
     g.add_argument(
+        "--no-stream-speech",
+        action="store_true",
+        help="play each clause once all its audio is made, not piece by piece as the voice makes it",
+    )
+    g.add_argument(
         "--no-words-end-turns",
         action="store_true",
         help="do not give a longer end window to words that read like the start of a turn ('Okay.')",
@@ -116,6 +121,7 @@ def settings_from_args(args: argparse.Namespace, mode: str, **more) -> Settings:
         "preempt": not (args.no_preempt or args.no_speculate),
         "first_clause_first": not args.no_first_clause_first,
         "split_first_clause": not args.no_split_first_clause,
+        "stream_speech": not args.no_stream_speech,
         "words_end_turns": not (args.no_words_end_turns or args.no_speculate),
         "smart_turn": args.smart_turn,
     }
