@@ -9,6 +9,7 @@ import re
 import socket
 import threading
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -589,7 +590,7 @@ def test_a_clause_is_heard_from_its_first_piece_on_and_back_to_back(models):
         async def speak() -> None:
             gate = asyncio.Event()
             gate.set()
-            speak = stages.speak if stream else stages.speak_whole
+            speak = partial(stages.speak, whole=not stream)
             speaking = Speaking(TurnLog(timeline, 0), speak, Listening(clock=timeline.clock), 400, gate)
             speaking.say(Clause(text, timeline.clock(), 0, False))
             speaking.answer_is(0)

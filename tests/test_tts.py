@@ -15,24 +15,25 @@ from tts.piper import FIRST_FRAMES, Synthesizer, bundled_voice, split_voice
 def test_the_voice_keeps_no_memory_plan_per_clause_length_and_sounds_as_pipers_own():
     quiet = dict(noise_scale=0.0, noise_w_scale=0.0)  # deterministic synthesis
     ours = Synthesizer(**quiet)
-    assert ours.voice.session.get_session_options().enable_mem_pattern is False
+    assert all(s.get_session_options().enable_mem_pattern is False for s in ours.sessions)
     pipers = PiperVoice.load(bundled_voice())
     assert pipers.session.get_session_options().enable_mem_pattern is True  # what we turn off
     for text in ("Your order has shipped.", "Sorry, that is out of stock until Friday, December fourth."):
         mine = ours.speak(text)
         theirs = np.concatenate([c.audio_int16_array for c in pipers.synthesize(text, ours.config)])
         assert mine.sample_rate == pipers.config.sample_rate
-        assert np.array_equal(mine.audio, theirs)
+        assert len(mine.audio) == len(theirs)
+        assert np.abs(mine.audio.astype(np.int32) - theirs).max() <= 1  # the voice cut in two: rounding
 
 
 QUIET = dict(noise_scale=0.0, noise_w_scale=0.0)  # deterministic synthesis
 LONG = "Yes, we have fifty two in stock at nineteen dollars and ninety nine cents each."
 
 
-def unnormalized(voice: PiperVoice, text: str) -> np.ndarray:
+def unnormalized(path: Path, text: str) -> np.ndarray:
     """piper's own synthesis of `text` at the model's level (the pieces cannot know a sentence's peak)."""
     config = SynthesisConfig(normalize_audio=False, **QUIET)
-    return np.concatenate([c.audio_int16_array for c in voice.synthesize(text, config)])
+    return np.concatenate([c.audio_int16_array for c in PiperVoice.load(path).synthesize(text, config)])
 
 
 def test_a_clause_streams_in_pieces_that_join_to_pipers_own_audio():
@@ -42,7 +43,7 @@ def test_a_clause_streams_in_pieces_that_join_to_pipers_own_audio():
         pieces = [piece.audio for piece in ours.stream(text)]
         assert len(pieces) >= 3  # two sentences, or one long one
         assert len(pieces[0]) == FIRST_FRAMES * ours.hop  # the first piece is short: heard early
-        joined, theirs = np.concatenate(pieces), unnormalized(ours.voice, text)
+        joined, theirs = np.concatenate(pieces), unnormalized(bundled_voice(), text)
         assert len(joined) == len(theirs)
         # the decoder sees CONTEXT_FRAMES past each edge: the seams are exact to within rounding
         assert np.abs(joined.astype(np.int32) - theirs).max() <= 2
@@ -64,4 +65,4 @@ def test_a_voice_whose_graph_cannot_be_cut_streams_a_sentence_at_a_time(tmp_path
     text = "Your order has shipped. It arrives on Friday."
     pieces = [piece.audio for piece in voice.stream(text)]
     assert len(pieces) == 2
-    assert np.array_equal(np.concatenate(pieces), unnormalized(voice.voice, text))
+    assert np.array_equal(np.concatenate(pieces), unnormalized(path, text))

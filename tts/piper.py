@@ -87,10 +87,15 @@ def split_voice(path: Path) -> tuple[bytes, bytes, list[str]] | None:
     return front.SerializeToString(), back.SerializeToString(), between
 
 
+def _to_peak(audio: np.ndarray) -> np.ndarray:
+    peak = np.abs(audio).max()
+    return audio / peak if peak >= 1e-8 else np.zeros_like(audio)
+
+
 class Synthesizer:
-    """`Synthesizer().speak("Your order shipped.")` -> Speech, piper's own synthesis; `stream(text)`
-    yields the same audio in pieces, the first one early (the pipeline plays them as they come). Calls
-    are serialized by the caller (the pipeline runs one synthesis at a time per voice)."""
+    """`Synthesizer().speak("Your order shipped.")` -> Speech, as piper's own synthesis; `stream(text)`
+    yields the audio in pieces, the first one early (the pipeline plays them as they come). Calls are
+    serialized by the caller (the pipeline runs one synthesis at a time per voice)."""
 
     def __init__(
         self,
@@ -112,8 +117,7 @@ class Synthesizer:
         # onnxruntime keeps a memory plan for every input shape it has run, and every clause has its own
         # length: ~90 MB more after a few hundred clauses, still creeping through long runs (issue 22).
         options.enable_mem_pattern = False
-        # three sessions (whole voice, and its two halves): a thread spinning after one session's run would
-        # take the core another needs
+        # two sessions, the voice's halves: a thread spinning after one's run would take the other's core
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         gpu = [("CUDAExecutionProvider", {"cudnn_conv_algo_search": "HEURISTIC"})]  # as PiperVoice.load
         providers = gpu if use_cuda else ["CPUExecutionProvider"]
@@ -121,53 +125,61 @@ class Synthesizer:
         def session(model: str | bytes):
             return onnxruntime.InferenceSession(model, sess_options=options, providers=providers)
 
-        self.voice = PiperVoice(session=session(str(path)),
-                                config=PiperConfig.from_dict(json.loads(config.read_text())))  # fmt: skip
+        # piper's voice for its phonemes and config; the graph runs in our sessions
+        self.voice = PiperVoice(session=None, config=PiperConfig.from_dict(json.loads(config.read_text())))
         self.sample_rate = self.voice.config.sample_rate
         self.hop = self.voice.config.hop_length
         self.config = SynthesisConfig(
             length_scale=length_scale, noise_scale=noise_scale, noise_w_scale=noise_w_scale, volume=volume
         )
         parts = split_voice(path) if self.voice.config.num_speakers <= 1 else None
-        self.halves = (session(parts[0]), session(parts[1]), parts[2]) if parts else None
+        self.sessions = [session(part) for part in parts[:2]] if parts else [session(str(path))]
+        self.between = parts[2] if parts else None  # the latent's and its mask's names
 
     @property
     def streams(self) -> bool:
         """Whether a sentence's audio comes in pieces (the voice's graph could be cut in two)."""
-        return self.halves is not None
+        return self.between is not None
 
     def speak(self, text: str) -> Speech:
-        """piper's synthesis, each sentence normalized to its peak."""
-        chunks = [c.audio_int16_array for c in self.voice.synthesize(text, self.config)]
-        audio = np.concatenate(chunks) if chunks else np.zeros(0, np.int16)
-        return Speech(audio.astype(np.int16, copy=False), self.sample_rate)
+        """The whole audio of `text`, each sentence normalized to its peak, as piper's own synthesis."""
+        audio = [self._int16(_to_peak(a)) for a in self._sentences(text, whole=True)]
+        return Speech(np.concatenate(audio) if audio else np.zeros(0, np.int16), self.sample_rate)
 
-    def stream(self, text: str) -> Iterator[Speech]:
-        """The audio of `text` in pieces, at the voice's own level times `volume` (a piece cannot know the
-        peak of the sentence ahead, so sentences are not normalized as in `speak`); at least one piece."""
+    def stream(self, text: str, whole: bool = False) -> Iterator[Speech]:
+        """The audio of `text` in pieces (`whole`: a sentence each), at least one, at the voice's own level
+        times `volume`: a piece cannot know the peak of the sentence ahead, so sentences are not
+        normalized as in `speak`."""
         empty = True
-        for phonemes in self.voice.phonemize(text):
-            if phonemes:
-                for audio in self._pieces(self.voice.phonemes_to_ids(phonemes)):
-                    empty = False
-                    samples = np.clip(audio * self.config.volume * _MAX_INT16, -_MAX_INT16, _MAX_INT16)
-                    yield Speech(samples.astype(np.int16), self.sample_rate)
+        for audio in self._sentences(text, whole):
+            empty = False
+            yield Speech(self._int16(audio), self.sample_rate)
         if empty:
             yield Speech(np.zeros(0, np.int16), self.sample_rate)
 
-    def _pieces(self, ids: list[int]) -> Iterator[np.ndarray]:
+    def _int16(self, audio: np.ndarray) -> np.ndarray:
+        return np.clip(audio * self.config.volume * _MAX_INT16, -_MAX_INT16, _MAX_INT16).astype(np.int16)
+
+    def _sentences(self, text: str, whole: bool) -> Iterator[np.ndarray]:
+        for phonemes in self.voice.phonemize(text):
+            if phonemes:
+                pieces = self._pieces(self.voice.phonemes_to_ids(phonemes), whole)
+                yield from [np.concatenate(list(pieces))] if whole else pieces
+
+    def _pieces(self, ids: list[int], whole: bool) -> Iterator[np.ndarray]:
         config, voice = self.config, self.voice.config
         scales = [voice.noise_scale if config.noise_scale is None else config.noise_scale,
                   voice.length_scale if config.length_scale is None else config.length_scale,
                   voice.noise_w_scale if config.noise_w_scale is None else config.noise_w_scale]  # fmt: skip
         inputs = {"input": np.array([ids], np.int64), "input_lengths": np.array([len(ids)], np.int64),
                   "scales": np.array(scales, np.float32)}  # fmt: skip
-        if self.halves is None:
-            yield self.voice.session.run(None, inputs)[0].squeeze()
+        if self.between is None:
+            yield self.sessions[0].run(None, inputs)[0].reshape(-1)
             return
-        front, back, between = self.halves
-        latent = dict(zip(between, front.run(None, inputs), strict=True))  # each (1, channels, frames)
-        frames, start, size = next(iter(latent.values())).shape[2], 0, FIRST_FRAMES
+        front, back = self.sessions
+        latent = dict(zip(self.between, front.run(None, inputs), strict=True))  # each (1, channels, frames)
+        frames = next(iter(latent.values())).shape[2]
+        start, size = 0, frames if whole else FIRST_FRAMES
         while start < frames:
             end = min(frames, start + size)
             lo, hi = max(0, start - CONTEXT_FRAMES), min(frames, end + CONTEXT_FRAMES)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from functools import partial
 
 from llm.agent import AgentEvent
 from voice.chunker import Chunker
@@ -31,7 +32,7 @@ async def answer_turn(context: CallContext, log: TurnLog, transcription: Transcr
         return
     agent, clock, settings = context.stages.agent, context.timeline.clock, context.settings
     chunker = Chunker(settings.min_clause_words, agent.fillers, split_first=settings.split_first_clause)
-    speak = context.stages.speak if settings.stream_speech else context.stages.speak_whole
+    speak = partial(context.stages.speak, whole=not settings.stream_speech)
     speaking = Speaking(log, speak, context.speaker, settings.filler_grace_ms, gate,
                         hold_undecided=settings.first_clause_first, words_final=words_final)  # fmt: skip
 

@@ -9,7 +9,6 @@ import asyncio
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import replace
 from typing import Protocol
 
 import numpy as np
@@ -41,7 +40,7 @@ class Agent(Protocol):
         (llm.agent.AgentEvent); returns an llm.agent.TurnResult."""
 
 
-class Speech(Protocol):  # a dataclass (tts.piper.Speech)
+class Speech(Protocol):
     audio: np.ndarray
     sample_rate: int
 
@@ -50,8 +49,9 @@ class Speech(Protocol):  # a dataclass (tts.piper.Speech)
 
 
 class Synthesizer(Protocol):
-    def stream(self, text: str) -> Iterator[Speech]:
-        """Text -> its audio in pieces, at least one (blocking; each piece made in a worker thread)."""
+    def stream(self, text: str, whole: bool = False) -> Iterator[Speech]:
+        """Text -> its audio in pieces, at least one; `whole`: a sentence each (blocking; each piece is
+        made in a worker thread)."""
 
 
 class Speaker(Protocol):
@@ -109,15 +109,16 @@ class Stages:
                 on_first(first)
             return await asyncio.to_thread(self.transcriber.second_pass, audio, first)
 
-    async def speak(self, text: str) -> AsyncIterator[Speech]:
-        """The audio of `text` piece by piece, as soon as each is made. The voice makes the pieces ahead
-        of whoever plays them, and is free for the next text once they are all made."""
+    async def speak(self, text: str, whole: bool = False) -> AsyncIterator[Speech]:
+        """The audio of `text` piece by piece, as soon as each is made (`whole`: a sentence at a time,
+        `--no-stream-speech`). The voice makes the pieces ahead of whoever plays them, and is free for
+        the next text once they are all made."""
         pieces: asyncio.Queue = asyncio.Queue()  # Speech, then None (or the exception that ended it)
 
         async def make() -> None:
             try:
                 async with self.tts_lock:
-                    stream = self.synthesizer.stream(text)
+                    stream = self.synthesizer.stream(text, whole)
                     while (piece := await asyncio.to_thread(next, stream, None)) is not None:
                         pieces.put_nowait(piece)
                 pieces.put_nowait(None)
@@ -132,11 +133,6 @@ class Stages:
                 yield piece
         finally:
             maker.cancel()
-
-    async def speak_whole(self, text: str) -> AsyncIterator[Speech]:
-        """The audio of `text` in one piece, once all of it is made (`--no-stream-speech`)."""
-        pieces = [piece async for piece in self.speak(text)]
-        yield replace(pieces[0], audio=np.concatenate([piece.audio for piece in pieces]))
 
     async def warm_up(self) -> dict[str, float]:
         """Run each stage once outside any turn (first calls load models and fill caches) and say how

@@ -196,8 +196,13 @@ def open_stack(
                               numbers_whole=spec.numbers_whole)  # fmt: skip
     synthesizer = Synthesizer(args.tts_voice)
     turn_model = SmartTurn() if settings.smart_turn else None
-    asr = {"model": str(transcriber.path), "device": transcriber.device, "compute": transcriber.compute_type,
-           "window": transcriber.window, "numbers_whole": getattr(spec.numbers_whole, "__qualname__", None)}
+    asr = {
+        "model": str(transcriber.path),
+        "device": transcriber.device,
+        "compute": transcriber.compute_type,
+        "window": transcriber.window,
+        "numbers_whole": getattr(spec.numbers_whole, "__qualname__", None),
+    }
     arms, labels = [], set()
     for url, model in endpoints(args):
         given = url
