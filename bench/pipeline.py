@@ -40,7 +40,7 @@ from voice.endpointing import SmartTurn
 from voice.environment import cpu_name, environment
 from voice.replay import find_calls, run
 from voice.report import percentile
-from voice.settings import Settings
+from voice.settings import Settings, VadConfig
 from voice.stages import Stages
 from voice.timeline import CRITICAL_PATH, Timeline, waiting_on
 
@@ -63,6 +63,7 @@ CONFIGS = {
     "overlapped, tts on first words": (replace(Settings(), tts_on_first_words=True), "auto", True),
     "streamed speech": (replace(SERIAL, stream_speech=True), "full", False),
     "overlapped, clauses whole": (replace(Settings(), stream_speech=False), "auto", True),
+    "overlapped, vad pauses": (replace(Settings(), vad=VadConfig(quiet_pause=False)), "auto", True),
 }
 
 emit_ns: dict[tuple[str, int], int] = {}

@@ -34,6 +34,7 @@ class VadConfig:
     end_ms: int = 300  # window that must be mostly unvoiced to end it (the hangover)
     end_ratio: float = 0.9
     pause_ms: int = 60  # unvoiced this long within a turn, the caller may be done: speculation starts
+    quiet_pause: bool = True  # ... or this long far below the caller's level (tail_db), webrtcvad lagging
     pre_roll_ms: int = 300  # audio kept before the start, so the ASR hears the first syllable
     max_turn_s: float = 30.0  # a turn longer than this is cut (one caller monologue, a stuck VAD)
     tail_db: float = 25.0  # t0 refinement: speech ends where energy falls this far below its level

@@ -7,7 +7,9 @@ on when the detector decided (docs/timing.md).
 
 webrtcvad keeps saying "speech" for about 100 ms after speech ends (its own smoothing), so its last
 voiced frame is late. t0 is refined on 10 ms sub-frames: the end of the last one whose energy is within
-`tail_db` of the turn's speech level and clearly above the background heard after it.
+`tail_db` of the turn's speech level and clearly above the background heard after it. For the same
+reason a Pause also comes once `pause_ms` of frames are `tail_db` below the turn's speech level, while
+webrtcvad may still say "speech" (`quiet_pause`); only speech at that level again is a Resume then.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ class Pause:
     """The caller fell silent `pause_ms` into a turn that has not ended: a chance to start on it."""
 
     audio: np.ndarray  # pre-roll + speech + the silence so far
-    end: int  # end of the last voiced frame so far (the VAD's, before t0 refinement)
+    end: int  # end of speech so far, as the pause judged it (before t0 refinement)
+    at: int  # where the audio ends: the turn is this pause's only if its t0 comes before
 
 
 @dataclass
@@ -77,6 +80,9 @@ class TurnDetector:
         self.tail: deque[bool] = deque(maxlen=n_end)
         self.pause_frames = max(1, self.config.pause_ms // self.config.frame_ms)
         self.silent = 0  # unvoiced frames in a row, within a turn
+        self.quiet = 0  # frames in a row, within a turn, far below the caller's speech level
+        self.paused = False  # a Pause was reported and no speech came since
+        self.voiced_db: list[float] = []  # the energy of this turn's voiced frames
         n_pre = self.config.pre_roll_ms // self.config.frame_ms
         self.history: deque[np.ndarray] = deque(maxlen=n_start + n_pre)
         self.pos = 0  # samples consumed
@@ -117,16 +123,21 @@ class TurnDetector:
             return None
         self.frames.append(frame)
         self.tail.append(voiced)
+        quiet = self._quiet(frame, voiced)
+        self.quiet = self.quiet + 1 if quiet else 0
         event = None
-        if voiced:
-            event = Resume(self.pos) if self.silent >= self.pause_frames else None
+        if voiced and (not quiet or self.silent >= self.pause_frames):  # speech (not webrtcvad's lag)
+            event = Resume(self.pos) if self.paused else None
             if event and self.tail.maxlen != self.config.end_ms // self.config.frame_ms:
                 self.wait_longer(self.config.end_ms)  # what was judged on the pause no longer holds
-            self.silent, self.last_voiced_end = 0, self.pos
+            self.silent, self.last_voiced_end, self.paused = 0, self.pos, False
         else:
-            self.silent += 1
-            if self.silent == self.pause_frames:
-                event = Pause(np.concatenate(self.frames), self.last_voiced_end)
+            self.silent = 0 if voiced else self.silent + 1
+            self.last_voiced_end = self.pos if voiced else self.last_voiced_end
+            if not self.paused and (self.silent >= self.pause_frames or self.quiet >= self.pause_frames):
+                self.paused = True
+                end = self.pos - max(self.silent, self.quiet) * self.frame_len
+                event = Pause(np.concatenate(self.frames), end, self.pos)
         ended = (  # mostly unvoiced, and not on a voiced frame: that is speech coming back
             not voiced
             and len(self.tail) == self.tail.maxlen
@@ -136,6 +147,16 @@ class TurnDetector:
             ended = False  # the last 20 ms are as loud as speech: it is coming back (webrtcvad lags there)
         cut = self.pos - self.start >= self.config.max_turn_s * self.rate
         return self._end(cut=cut and not ended) if ended or cut else event
+
+    def _quiet(self, frame: np.ndarray, voiced: bool) -> bool:
+        """Far below this turn's speech level (as t0's refinement judges it): webrtcvad says "speech" for
+        ~100 ms after speech ends, the energy knows sooner."""
+        if not self.config.quiet_pause:
+            return False
+        db = frame_db(frame)
+        if voiced:
+            self.voiced_db.append(db)
+        return len(self.voiced_db) > 2 and db < np.percentile(self.voiced_db, 90) - self.config.tail_db
 
     def end_now(self) -> Turn:
         """End the turn under way here (its t0 refined as at any endpoint)."""
@@ -180,8 +201,9 @@ class TurnDetector:
         audio = np.concatenate(self.frames)
         end = self.pos if cut else self._refine_end(audio)
         turn = Turn(int(self.start), int(end), self.pos, audio, cut, self.continues)
-        self.in_turn = self.resuming = self.continues = False
-        self.silent = 0
+        self.in_turn = self.resuming = self.continues = self.paused = False
+        self.silent = self.quiet = 0
+        self.voiced_db = []
         self.tail = deque(maxlen=self.config.end_ms // self.config.frame_ms)
         self.window.clear()
         self.history.clear()
