@@ -131,8 +131,7 @@ def test_a_pause_on_the_energy_comes_sooner_than_webrtcvads_and_never_before_t0(
     """webrtcvad lags the end of speech; frames far below the turn's voiced level say it sooner. On the
     turns of recordings/ that end on a pause, the pause comes sooner than with webrtcvad's pauses alone,
     and after t0 (the attempt heard every word) but in one turn either way: call13's last word, "six",
-    ends in a faint "s" that neither rule takes for speech and t0's refinement does. The endpoint then
-    drops the attempt and hears the turn again (voice/turntaking.py, `ended`)."""
+    ends in a faint "s" that neither rule takes for speech and t0's refinement does."""
     after_t0 = {}
     for quiet in (False, True):
         after_t0[quiet] = []

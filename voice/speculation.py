@@ -42,7 +42,6 @@ class Attempt:
     def __init__(self, context: CallContext, turn: int, number: int, pause: Pause, start: StartAnswer | None):
         """`start`: how to start an answer (None: transcribe only, the answer starts at the endpoint)."""
         self.context, self.turn, self.number, self.start = context, turn, number, start
-        self.heard_to = pause.at  # the audio it transcribes ends here (a sample of the call)
         self.turn_log = TurnLog(context.timeline, turn)  # not held: its events, and the work it discards
         self.gate = asyncio.Event()  # opens once the turn is over and the answer's transcript final
         self.over = False  # the endpoint came

@@ -41,7 +41,7 @@ class Pause:
 
     audio: np.ndarray  # pre-roll + speech + the silence so far
     end: int  # end of speech so far, as the pause judged it (before t0 refinement)
-    at: int  # where the audio ends: the turn is this pause's only if its t0 comes before
+    at: int  # where the audio ends (a sample of the call)
 
 
 @dataclass
@@ -153,10 +153,11 @@ class TurnDetector:
         ~100 ms after speech ends, the energy knows sooner."""
         if not self.config.quiet_pause:
             return False
-        db = frame_db(frame)
+        sub = frame_db(frame.reshape(-1, self.rate // 100))  # its 10 ms sub-frames, as t0 is refined
         if voiced:
-            self.voiced_db.append(db)
-        return len(self.voiced_db) > 2 and db < np.percentile(self.voiced_db, 90) - self.config.tail_db
+            self.voiced_db.extend(sub)
+        level = np.percentile(self.voiced_db, 90) if len(self.voiced_db) > 10 else np.inf
+        return sub.max() < level - self.config.tail_db
 
     def end_now(self) -> Turn:
         """End the turn under way here (its t0 refined as at any endpoint)."""

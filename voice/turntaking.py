@@ -94,9 +94,6 @@ class TurnTaking:
         )
         log.note(**context.annotate(turn), speculative=False)
         attempt, self.attempt, self.continuing = self.attempt, None, False
-        if attempt and turn.end > attempt.heard_to:  # the caller spoke after the pause, too quietly to resume
-            attempt.discard("speech after the pause")
-            attempt = None
         if attempt and attempt.start:
             attempt.keep()
             task = asyncio.create_task(self._settle(index, attempt))
