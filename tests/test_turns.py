@@ -132,9 +132,9 @@ def test_a_pause_on_the_energy_comes_sooner_than_webrtcvads_and_never_before_t0(
     turns of recordings/ that end on a pause, the pause comes sooner than with webrtcvad's pauses alone,
     and after t0 (the attempt heard every word) but in one turn either way: call13's last word, "six",
     ends in a faint "s" that neither rule takes for speech and t0's refinement does."""
-    after_t0 = {}
+    after_t0, pauses = {}, {}
     for quiet in (False, True):
-        after_t0[quiet] = []
+        after_t0[quiet], pauses[quiet] = [], 0
         for call in find_calls(["recordings"]):
             samples = load_audio(call.path, call.channel).samples
             detector, last = TurnDetector(RATE, VadConfig(quiet_pause=quiet)), None
@@ -142,7 +142,7 @@ def test_a_pause_on_the_energy_comes_sooner_than_webrtcvads_and_never_before_t0(
                 if detector.resuming:
                     detector.resume()
                 if isinstance(event, Pause):
-                    last = event
+                    last, pauses[quiet] = event, pauses[quiet] + 1
                 elif isinstance(event, Resume):
                     last = None
                 elif isinstance(event, Turn) and last is not None:
@@ -151,6 +151,7 @@ def test_a_pause_on_the_energy_comes_sooner_than_webrtcvads_and_never_before_t0(
     vad, energy = (np.array(after_t0[q]) for q in (False, True))
     assert len(energy) == len(vad) >= 45
     assert (vad < 0).sum() <= 1 and (energy < 0).sum() <= 1
+    assert pauses[True] <= 1.25 * pauses[False]  # 136 against 117: few more attempts made and dropped
     print(f"pause after t0, p50 / p90 ms: webrtcvad {np.median(vad):.0f} / {np.percentile(vad, 90):.0f}, "
           f"with the energy {np.median(energy):.0f} / {np.percentile(energy, 90):.0f}")  # fmt: skip
     assert np.median(energy) <= np.median(vad) - 10

@@ -156,7 +156,7 @@ class TurnDetector:
         sub = frame_db(frame.reshape(-1, self.rate // 100))  # its 10 ms sub-frames, as t0 is refined
         if voiced:
             self.voiced_db.extend(sub)
-        level = np.percentile(self.voiced_db, 90) if len(self.voiced_db) > 10 else np.inf
+        level = np.percentile(self.voiced_db, 90) if len(self.voiced_db) > 10 else -np.inf  # too soon to say
         return sub.max() < level - self.config.tail_db
 
     def end_now(self) -> Turn:
