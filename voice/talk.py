@@ -45,9 +45,10 @@ async def greet(timeline: Timeline, stages: Stages, speaker, text: str) -> None:
     """The agent file's greeting, spoken when the call starts and heard in full before the agent
     listens (the `greeting` event: when it was heard, until when)."""
     start = None
-    async for piece in stages.speak(text):
-        heard, end = await speaker.play(piece, time.monotonic_ns())
-        start = heard if start is None else start
+    async with contextlib.aclosing(stages.speak(text)) as pieces:  # Ctrl-C frees the voice at once
+        async for piece in pieces:
+            heard, end = await speaker.play(piece, time.monotonic_ns())
+            start = heard if start is None else start
     timeline.emit(-1, "greeting", start, text=text, heard_until_ns=end)
     await speaker.drain(end)
 
