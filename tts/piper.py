@@ -163,8 +163,7 @@ class Synthesizer:
     def _sentences(self, text: str, whole: bool) -> Iterator[np.ndarray]:
         for phonemes in self.voice.phonemize(text):
             if phonemes:
-                pieces = self._pieces(self.voice.phonemes_to_ids(phonemes), whole)
-                yield from [np.concatenate(list(pieces))] if whole else pieces
+                yield from self._pieces(self.voice.phonemes_to_ids(phonemes), whole)  # `whole`: one piece
 
     def _pieces(self, ids: list[int], whole: bool) -> Iterator[np.ndarray]:
         config, voice = self.config, self.voice.config
