@@ -45,25 +45,29 @@ from voice.stages import Stages
 from voice.timeline import CRITICAL_PATH, Timeline, waiting_on
 
 SERIAL = Settings().serial()
-# name -> (settings, ASR window, whether the agent's numbers_whole spares a whole order number the 30 s
-# pass); each lever alone on top of the serial pipeline, and all of them.
+# name -> (settings, ASR window, numbers): numbers None hears every fitted window's number again at 30 s;
+# 0 keeps one the agent's numbers_whole reads as whole (lever 1); n also takes the likeliest whole one of
+# the fitted window's n readings before the 30 s pass (lever 4). Each lever alone on top of the serial
+# pipeline, and all of them.
 CONFIGS = {
-    "serial": (SERIAL, "full", False),
-    "asr auto window": (SERIAL, "auto", False),
-    "speculative asr": (replace(SERIAL, speculate=True), "full", False),
-    "+ preempted answer": (replace(SERIAL, speculate=True, preempt=True), "full", False),
-    "first clause first": (replace(SERIAL, first_clause_first=True), "full", False),
-    "split first clause": (replace(SERIAL, split_first_clause=True), "full", False),
-    "words end turns": (replace(SERIAL, speculate=True, words_end_turns=True), "auto", False),
-    "smart turn": (replace(SERIAL, smart_turn=True), "full", False),
-    "whole numbers kept": (SERIAL, "auto", True),
-    "overlapped": (Settings(), "auto", True),
-    "overlapped, numbers re-heard": (Settings(), "auto", False),
-    "overlapped, first clause whole": (replace(Settings(), split_first_clause=False), "auto", True),
-    "overlapped, tts on first words": (replace(Settings(), tts_on_first_words=True), "auto", True),
-    "streamed speech": (replace(SERIAL, stream_speech=True), "full", False),
-    "overlapped, clauses whole": (replace(Settings(), stream_speech=False), "auto", True),
-    "overlapped, vad pauses": (replace(Settings(), vad=VadConfig(quiet_pause=False)), "auto", True),
+    "serial": (SERIAL, "full", None),
+    "asr auto window": (SERIAL, "auto", None),
+    "speculative asr": (replace(SERIAL, speculate=True), "full", None),
+    "+ preempted answer": (replace(SERIAL, speculate=True, preempt=True), "full", None),
+    "first clause first": (replace(SERIAL, first_clause_first=True), "full", None),
+    "split first clause": (replace(SERIAL, split_first_clause=True), "full", None),
+    "words end turns": (replace(SERIAL, speculate=True, words_end_turns=True), "auto", None),
+    "smart turn": (replace(SERIAL, smart_turn=True), "full", None),
+    "whole numbers kept": (SERIAL, "auto", 0),
+    "numbers from 5 readings": (SERIAL, "auto", 5),
+    "overlapped": (Settings(), "auto", 5),
+    "overlapped, numbers re-heard": (Settings(), "auto", None),
+    "overlapped, numbers at 30 s": (Settings(), "auto", 0),
+    "overlapped, first clause whole": (replace(Settings(), split_first_clause=False), "auto", 5),
+    "overlapped, tts on first words": (replace(Settings(), tts_on_first_words=True), "auto", 5),
+    "streamed speech": (replace(SERIAL, stream_speech=True), "full", None),
+    "overlapped, clauses whole": (replace(Settings(), stream_speech=False), "auto", 5),
+    "overlapped, vad pauses": (replace(Settings(), vad=VadConfig(quiet_pause=False)), "auto", 5),
 }
 
 emit_ns: dict[tuple[str, int], int] = {}
@@ -108,15 +112,16 @@ def cut_mid_sentence(turn: dict) -> bool:
 
 
 def replay_config(name, paths, server, pid, parts, args) -> dict:
-    settings, window, whole = CONFIGS[name]
+    settings, window, numbers = CONFIGS[name]
     transcriber, synthesizer, turn_model = parts
-    transcriber.window, transcriber.numbers_whole = window, holds_order_id if whole else None
+    transcriber.window, transcriber.numbers_whole = window, None if numbers is None else holds_order_id
+    transcriber.nbest = numbers or 0
     stages = Stages(transcriber, store_agent(OpenAIChat(server)), synthesizer, turn_model)
     out = Path(args.out) / name.replace(" ", "-").replace("+", "plus")
     lags: list[float] = []
     emit_ns.clear()
     cpu = time.process_time(), cpu_s(pid)
-    env = environment(mode=args.mode, config=name, asr_window=window, numbers_whole=whole)
+    env = environment(mode=args.mode, config=name, asr_window=window, numbers=numbers)
     summary = asyncio.run(
         with_lag_probe(run(find_calls(paths), stages, replace(settings, mode=args.mode), out, 1, env), lags)
     )

@@ -61,6 +61,7 @@ CASES = {
     "an agent file that is not there": (["replay", CALL, "--agent", "nope.toml"], "nope.toml: no such agent"),
     "an agent file that is not TOML": (["replay", CALL, "--agent", "bad.toml"], "not a readable TOML file"),
     "a model that is no checkpoint": (["replay", CALL, "--llm-model", "."], "not a checkpoint directory"),
+    "negative ASR readings": (["replay", CALL, "--asr-readings", "-1"], "--asr-readings must be 0 or more"),
     "an ASR model that is not there": (["replay", CALL, "--asr-model", "tiny"], "neither tiny.en, base nor"),
     "a voice that is not there": (["replay", CALL, "--tts-voice", "x.onnx"], "no piper voice at x.onnx"),
     "a run directory holding a run": (["replay", CALL, "--out", "held"], "held holds a run already"),
