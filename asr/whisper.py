@@ -90,7 +90,7 @@ class Transcript:
     text: str
     seconds: float  # audio length
     compute_ms: float  # encode and decode, iteration of faster-whisper's lazy segments included
-    passes: list[str] = field(default_factory=list)  # how it was heard: "fit 10 s", "fit 10 s, 5-best", "30 s"
+    passes: list[str] = field(default_factory=list)  # "fit 10 s", "fit 10 s, 5-best", "30 s"
     encoding: object = field(default=None, repr=False, compare=False)  # a fitted window's, for its n-best
 
 
