@@ -9,7 +9,7 @@ turn's `TurnLog`, the record's one writer). If the endpoint comes with no speech
 audio is the same but for silence, so the attempt is kept: its events join the timeline at their own
 times and its audio may play.
 
-An ASR that takes a second, surer pass (asr/whisper.py, window "auto": numbers again at 30 s) lets
+An ASR that takes a second, surer pass (asr/whisper.py, window "auto": numbers heard again) lets
 the answer start on the first pass's words; if the second pass hears other digits, that answer is
 dropped (and counted) and the answer starts again on the second pass. The answer on the first pass's
 words is not synthesized until the second pass is in (unless `tts_on_first_words`): on two cores TTS
