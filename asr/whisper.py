@@ -172,7 +172,8 @@ class Transcriber:
 
     def second_pass(self, audio: np.ndarray, first: Transcript) -> Transcript:
         """The likeliest of the fitted window's `nbest` readings whose number `numbers_whole` reads as
-        whole; else faster-whisper's 30 s loop, as in "full"."""
+        whole, unless it says words twice over where the first pass did not (a short window's loop:
+        "15." read as "15. 15.", a whole "1515"); else faster-whisper's 30 s loop, as in "full"."""
         import numpy as np
 
         start = time.perf_counter()
@@ -182,7 +183,8 @@ class Transcriber:
             passes.append(f"{passes[-1]}, {self.nbest}-best")
             readings = self._decode(first.encoding, audio, beam_size=max(self.nbest, self.beam_size),
                                     readings=self.nbest)  # fmt: skip
-            text = next((r for r in readings if self.numbers_whole(r)), None)
+            loops = _loops(first.text)
+            text = next((r for r in readings if self.numbers_whole(r) and _loops(r) <= loops), None)
         if text is None:
             text = self._full(audio)
             passes.append("30 s")
@@ -231,3 +233,14 @@ _NUMBER = re.compile(
 def has_number(text: str) -> bool:
     """Whether a transcript holds a number, in digits or in words (where short windows err)."""
     return bool(_NUMBER.search(text))
+
+
+def _loops(text: str) -> int:
+    """How often a run of words comes twice back to back ("17 17", "order 5 order 5")."""
+    words = re.findall(r"[\w']+", text.lower())
+    n = len(words)
+    return sum(
+        words[i : i + k] == words[i + k : i + 2 * k]
+        for k in range(1, n // 2 + 1)
+        for i in range(n - 2 * k + 1)
+    )

@@ -72,3 +72,7 @@ def test_a_number_the_agent_reads_whole_keeps_the_fitted_windows_words():
         assert result.passes == passes and parse_order_id(result.text) == order, result
     silence = auto.first_pass(np.zeros(16000, np.float32))
     assert not auto.needs_second_pass(silence)  # no number: one pass, as before
+    # "fifteen" said alone: among the fitted window's readings is "15. 15.", which spells a whole four-digit
+    # number but is the short window saying its words twice; it is not taken
+    fifteen = auto.transcribe(load_audio(SPEECH / "telephony" / "digits__15.flac").samples)
+    assert fifteen.passes[-1] == "30 s" and "".join(c for c in fifteen.text if c.isdigit()) == "15", fifteen
