@@ -12,9 +12,14 @@ class ModelConfig:
     """Shape and semantics of a diffusion (or autoregressive) transformer.
 
     `attention` is "bidirectional" (LLaDA, Dream: every position sees every position) or "block"
-    (block diffusion: causal across blocks, bidirectional inside one; the prompt is causal, so a block
-    size of 1 is an autoregressive model). `shift_logits` means the token at position i is predicted
-    from the output at i - 1 (Dream, and our own models, which start from autoregressive weights).
+    (block diffusion: causal across blocks, bidirectional inside one). Our own block models count
+    blocks from the answer's start and keep the prompt causal, so a block size of 1 is an autoregressive
+    model; with `aligned_blocks` (SDAR, LLaDA2, Fast-dLLM v2) blocks are counted from position 0 of the
+    sequence, the prompt included, and the prompt's tail decodes inside the first answer block.
+    `shift_logits` means the token at position i is predicted from the output at i - 1 (Dream,
+    Fast-dLLM v2, and our own models, which start from autoregressive weights). `head_dim` 0 means
+    hidden_size / num_heads; `qk_norm`: an RMSNorm over each query and key head before the rotation
+    (Qwen3, SDAR). `family` names the checkpoint layout and the decoding its reference applies.
     """
 
     vocab_size: int
@@ -35,20 +40,27 @@ class ModelConfig:
     block_size: int = 8
     shift_logits: bool = False
     max_position: int = 4096
+    head_dim: int = 0
+    qk_norm: bool = False
+    aligned_blocks: bool = False
+    family: str = ""
     extra: dict = field(default_factory=dict)
 
-    @property
-    def head_dim(self) -> int:
-        return self.hidden_size // self.num_heads
+    def __post_init__(self) -> None:
+        self.family = self.family or self.model_type
+        if not self.head_dim and self.num_heads and not self.hidden_size % self.num_heads:
+            self.head_dim = self.hidden_size // self.num_heads
 
     def validate(self) -> None:
         if self.attention not in ("bidirectional", "block"):
             raise ValueError(f"attention must be 'bidirectional' or 'block', not {self.attention!r}")
-        if self.hidden_size % self.num_heads or self.num_heads % self.num_kv_heads:
+        if not self.head_dim or self.num_heads % self.num_kv_heads:
             raise ValueError(
                 f"hidden_size {self.hidden_size}, num_heads {self.num_heads} and num_kv_heads "
-                f"{self.num_kv_heads} do not divide evenly"
+                f"{self.num_kv_heads} do not divide evenly (and no head_dim is given)"
             )
+        if self.aligned_blocks and self.attention != "block":
+            raise ValueError("aligned_blocks needs block attention")
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)

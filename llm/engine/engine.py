@@ -76,7 +76,7 @@ class Engine:
     ) -> str:
         params = (params or GenerationParams()).resolve(self.config)
         seq = Sequence(list(prompt_ids), params, self.config, request_id)
-        if len(prompt_ids) + params.gen_length > self.max_len:
+        if seq.end > self.max_len:
             raise ValueError(
                 f"prompt ({len(prompt_ids)}) + gen_length ({params.gen_length}) > {self.max_len}"
             )
@@ -107,10 +107,9 @@ class Engine:
             if chunk is not None:
                 chunks.append(chunk)
         for seq in [s for s in self.running if s.finished]:
-            if seq.params.cache == "block" and seq.cache_len >= seq.prompt_len:
-                self.prefixes.store(
-                    seq.canvas[: seq.prompt_len].tolist(), self.cache.read(seq.slot, seq.prompt_len)
-                )
+            n = seq.reusable_len
+            if seq.params.cache == "block" and seq.cache_len >= n > 0:
+                self.prefixes.store(seq.canvas[:n].tolist(), self.cache.read(seq.slot, n))
             self._finish(seq)
         return chunks
 
@@ -130,7 +129,8 @@ class Engine:
                 seq.slot = self.cache.allocate()
                 seq.admitted_ns = now
                 if seq.params.cache == "block":
-                    n, kv = self.prefixes.lookup(seq.canvas[: seq.prompt_len].tolist())
+                    align = seq.params.block_length if self.config.aligned_blocks else 1
+                    n, kv = self.prefixes.lookup(seq.canvas[: seq.prompt_len].tolist(), align)
                     if kv is not None:
                         self.cache.fill(seq.slot, kv, n)
                         seq.cache_len = n

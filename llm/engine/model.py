@@ -22,7 +22,9 @@ class Block(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-        self.self_attn = Attention(cfg.hidden_size, cfg.num_heads, cfg.num_kv_heads, cfg.qkv_bias)
+        qk_norm = cfg.rms_norm_eps if cfg.qk_norm else None
+        self.self_attn = Attention(cfg.hidden_size, cfg.num_heads, cfg.num_kv_heads, cfg.qkv_bias,
+                                   cfg.head_dim, qk_norm)  # fmt: skip
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.mlp = SwiGLU(cfg.hidden_size, cfg.intermediate_size)
 

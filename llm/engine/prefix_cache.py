@@ -1,8 +1,9 @@
 """Prompt key/value reuse across requests, for block-diffusion and autoregressive models.
 
-Their prompts are causal, so the keys and values of a prompt's first n tokens depend on those tokens
-alone: a later prompt that starts the same way — the system prompt of every call, the whole
-conversation so far on the next LLM call of a turn — copies them instead of recomputing them.
+Their prompts are causal (or, for models whose blocks start at position 0, causal across blocks), so
+the keys and values of a prompt's first n tokens (whole blocks) depend on those tokens alone: a later
+prompt that starts the same way — the system prompt of every call, the whole conversation so far on
+the next LLM call of a turn — copies them instead of recomputing them.
 """
 
 from __future__ import annotations
@@ -39,12 +40,13 @@ class PrefixCache:
         while len(self.entries) > self.capacity:
             self.entries.popitem(last=False)
 
-    def lookup(self, tokens: list[int]) -> tuple[int, KV | None]:
+    def lookup(self, tokens: list[int], align: int = 1) -> tuple[int, KV | None]:
         """The longest reusable prefix (at most len(tokens) - 1: the last prompt token must run, its
-        output predicts the first answer token) and its keys/values."""
+        output predicts the first answer token; a multiple of `align`, where the prompt is in blocks that
+        see themselves whole) and its keys/values."""
         best, best_key = 0, None
         for key in self.entries:
-            n = min(common_prefix_len(key, tokens), len(tokens) - 1)
+            n = min(common_prefix_len(key, tokens), len(tokens) - 1) // align * align
             if n > best:
                 best, best_key = n, key
         if best < self.min_tokens or best_key is None:

@@ -2,10 +2,14 @@
 
 Committed tokens are never remasked. Three commit rules:
 - fixed: the k most confident masked positions of the block (LLaDA low-confidence remasking);
-- threshold: every masked position with confidence >= threshold, at least the most confident one
-  (Fast-dLLM parallel decoding);
+- threshold: every masked position with confidence above the threshold, at least `floor` of them
+  (Fast-dLLM parallel decoding; SDAR's and LLaDA2's `low_confidence_dynamic`, whose floor is the
+  fixed schedule's count for the step); a threshold of 1 is the fixed rule;
 - factor: the n most confident, where the i-th (1-based) needs confidence >= 1 - factor / (i + 1)
-  (Fast-dLLM's factor rule); again at least one.
+  (Fast-dLLM's factor rule); again at least `floor`.
+
+Confidence is the candidate's probability in a softmax over the whole vocabulary, the mask token
+included, as every reference computes it; the candidate itself is never the mask token.
 """
 
 from __future__ import annotations
@@ -23,10 +27,11 @@ def propose(
 
     At temperature 0 the candidate is the argmax. Above it, the Gumbel-max trick picks a sample from
     softmax(logits / temperature) (LLaDA's `add_gumbel_noise`, in float64 as there); the confidence
-    is always the model's own probability of the chosen token. The mask token itself is never a
-    candidate: committing it would leave the position masked forever.
+    is always the model's own probability of the chosen token, over the whole vocabulary. The mask
+    token itself is never a candidate: committing it would leave the position masked forever.
     """
     logits = logits.float()
+    probs = torch.softmax(logits, dim=-1)
     if mask_id is not None:
         logits = logits.clone()
         logits[:, mask_id] = float("-inf")
@@ -35,8 +40,7 @@ def propose(
         tokens = (logits.double() / temperature - torch.log(-torch.log(noise))).argmax(-1)
     else:
         tokens = logits.argmax(-1)
-    confidence = torch.softmax(logits, dim=-1).gather(-1, tokens[:, None]).squeeze(-1)
-    return tokens, confidence
+    return tokens, probs.gather(-1, tokens[:, None]).squeeze(-1)
 
 
 # A floored token the model gives less than this at the opening is no contender: the floor leaves the
@@ -74,12 +78,13 @@ def select(
     k: int | None = None,
     threshold: float | None = None,
     factor: float | None = None,
+    floor: int = 1,
 ) -> torch.Tensor:
     """Indices (into `confidence`, the masked positions of the current block) to commit this step."""
     n = confidence.numel()
     order = torch.argsort(confidence, descending=True, stable=True)
     if threshold is not None:
-        count = int((confidence >= threshold).sum())
+        count = int((confidence > threshold).sum())
     elif factor is not None:
         ranks = torch.arange(1, n + 1, device=confidence.device, dtype=confidence.dtype)
         passing = confidence[order] >= 1 - factor / (ranks + 1)
@@ -87,4 +92,4 @@ def select(
     else:
         assert k is not None, "select needs k, threshold or factor"
         return order[:k]  # a fixed schedule may ask for none this step
-    return order[: max(count, 1)]
+    return order[: max(count, floor)]

@@ -22,6 +22,7 @@ With shifted logits (Dream and our models) the token at position i is read from 
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from dataclasses import dataclass
 
@@ -73,7 +74,12 @@ class Sequence:
         self.block_attention = cfg.attention == "block"
         self.shift = int(cfg.shift_logits)
         self.stop_ids = set() if params.ignore_eos else set(cfg.eos_token_ids)
-        first = params.block_length if self.block_attention else params.gen_length
+        b = params.block_length
+        # answer blocks start at `origin`: the answer's start, or (aligned) the start of the block that
+        # holds it, so the prompt's tail is decoded inside the first block; the canvas grows to `end`
+        self.origin = self.prompt_len // b * b if cfg.aligned_blocks else self.prompt_len
+        self.end = self.origin + math.ceil((self.prompt_len - self.origin + params.gen_length) / b) * b
+        first = self.origin + b - self.prompt_len if self.block_attention else params.gen_length
         self.canvas = torch.tensor(prompt + [cfg.mask_token_id] * first, dtype=torch.long)
         self.commit_ns = [0] * self.canvas.numel()
         self.block = 0
@@ -98,15 +104,24 @@ class Sequence:
     @property
     def block_range(self) -> tuple[int, int]:
         b = self.params.block_length
-        start = self.prompt_len + self.block * b
+        start = self.origin + self.block * b
         return start, start + b
 
+    @property
+    def reusable_len(self) -> int:
+        """How much of the prompt has keys that depend on the prompt alone (the prefix cache's)."""
+        return self.origin
+
     def block_ids(self, start: int, end: int) -> torch.Tensor:
-        """Prompt tokens are causal (block id = position); answer blocks share one id each."""
+        """Aligned: every block of the sequence shares one id. Else prompt tokens are causal (block id =
+        position) and answer blocks share one id each."""
         pos = torch.arange(start, end)
         if not self.block_attention:
             return torch.zeros_like(pos)
-        answer = self.prompt_len + (pos - self.prompt_len) // self.params.block_length
+        b = self.params.block_length
+        if self.cfg.aligned_blocks:
+            return pos // b
+        answer = self.prompt_len + (pos - self.prompt_len) // b
         return torch.where(pos < self.prompt_len, pos, answer)
 
     def masked_in_block(self) -> torch.Tensor:
@@ -119,7 +134,10 @@ class Sequence:
         targets = self.masked_in_block()
         if self.step_in_block == 0 and not self.schedule:
             steps_per_block = self.params.steps // (self.params.gen_length // self.params.block_length)
-            self.schedule = sampler.fixed_schedule(targets.numel(), steps_per_block)
+            # aligned (SDAR, LLaDA2): the schedule of a whole block, also for a first block that holds
+            # the prompt's tail
+            size = self.params.block_length if self.cfg.aligned_blocks else targets.numel()
+            self.schedule = sampler.fixed_schedule(size, steps_per_block)
         mode, first = self.params.cache, self.step_in_block == 0
         length = self.canvas.numel()
         if mode == "none" or (mode in ("prefix", "dual") and first):
@@ -165,11 +183,12 @@ class Sequence:
         tokens, confidence = sampler.propose(logits, p.temperature, self.generator, self.cfg.mask_token_id)
         if floored is not None:  # the opening in doubt goes alone: the rest is read from it
             chosen = torch.zeros(1, dtype=torch.long)
-        elif p.threshold is not None or p.factor is not None:
-            chosen = sampler.select(confidence, threshold=p.threshold, factor=p.factor)
         else:
             k = self.schedule[self.step_in_block] if self.step_in_block < len(self.schedule) else 1
-            chosen = sampler.select(confidence, k=k)
+            if p.threshold is not None or p.factor is not None:  # the schedule is the floor
+                chosen = sampler.select(confidence, threshold=p.threshold, factor=p.factor, floor=max(k, 1))
+            else:
+                chosen = sampler.select(confidence, k=k)
         positions = work.targets[chosen]
         self.canvas[positions] = tokens[chosen]
         for pos in positions.tolist():
@@ -187,7 +206,7 @@ class Sequence:
         self.schedule = []
         self.first_logits = None
         b = self.params.block_length
-        if self.block_attention and self.block * b < self.params.gen_length:
+        if self.block_attention and self.canvas.numel() < self.end:
             self.canvas = torch.cat((self.canvas, torch.full((b,), self.cfg.mask_token_id)))
             self.commit_ns += [0] * b
 
@@ -205,8 +224,8 @@ class Sequence:
             start = self.prompt_len + self.emitted
             times = self.commit_ns[start : start + len(new)]
             self.emitted += len(new)
-        canvas_done = not bool((self.canvas == self.cfg.mask_token_id).any()) and (
-            self.block * self.params.block_length >= self.params.gen_length
+        canvas_done = self.canvas.numel() >= self.end and not bool(
+            (self.canvas == self.cfg.mask_token_id).any()
         )
         if (self.stopped and self.params.early_stop) or canvas_done:
             self.finished, self.finish_reason = True, "stop" if self.stopped else "length"

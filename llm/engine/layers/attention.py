@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from llm.engine.layers.norm import RMSNorm
 from llm.engine.layers.rotary import apply_rotary
 
 
@@ -43,14 +44,19 @@ class CacheBatch:
 
 
 class Attention(nn.Module):
-    def __init__(self, hidden: int, num_heads: int, num_kv_heads: int, qkv_bias: bool):
+    def __init__(self, hidden: int, num_heads: int, num_kv_heads: int, qkv_bias: bool, head_dim: int = 0,
+                 qk_norm_eps: float | None = None):  # fmt: skip
+        """`qk_norm_eps`: an RMSNorm over each query and key head before the rotation (Qwen3, SDAR)."""
         super().__init__()
         self.num_heads, self.num_kv_heads = num_heads, num_kv_heads
-        self.head_dim = hidden // num_heads
+        self.head_dim = head_dim or hidden // num_heads
         self.q_proj = nn.Linear(hidden, num_heads * self.head_dim, bias=qkv_bias)
         self.k_proj = nn.Linear(hidden, num_kv_heads * self.head_dim, bias=qkv_bias)
         self.v_proj = nn.Linear(hidden, num_kv_heads * self.head_dim, bias=qkv_bias)
         self.o_proj = nn.Linear(num_heads * self.head_dim, hidden, bias=False)
+        if qk_norm_eps is not None:
+            self.q_norm = RMSNorm(self.head_dim, qk_norm_eps)
+            self.k_norm = RMSNorm(self.head_dim, qk_norm_eps)
 
     def forward(
         self,
@@ -69,6 +75,8 @@ class Attention(nn.Module):
         qh = self.q_proj(x).view(b, q, self.num_heads, self.head_dim).transpose(1, 2)
         kh = self.k_proj(x).view(b, q, self.num_kv_heads, self.head_dim).transpose(1, 2)
         vh = self.v_proj(x).view(b, q, self.num_kv_heads, self.head_dim).transpose(1, 2)
+        if hasattr(self, "q_norm"):
+            qh, kh = self.q_norm(qh), self.k_norm(kh)
         qh, kh = apply_rotary(qh, rope), apply_rotary(kh, rope)
         if isinstance(mask, CacheBatch):
             out = self._attend_cache(qh, kh, vh, mask, past)
