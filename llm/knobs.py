@@ -95,10 +95,13 @@ KNOBS = {knob.name: knob for knob in (
          "canvas); over HTTP it is sent as max_tokens", default=64, minimum=1, sent_as="max_tokens",
          alias="--max-tokens"),
     Knob("block_length", int, "tokens per block", minimum=1, maximum=MAX_INT),
+    Knob("sub_block_length", int, "a block's tokens are committed this many at a time, left to right "
+         "(Fast-dLLM v2's sub-blocks)", unset="the model's, else the whole block", minimum=1,
+         maximum=MAX_INT),
     Knob("steps", int, "fixed denoising steps over the whole canvas, a multiple of its blocks (LLaDA's "
          "rule)", minimum=1, maximum=MAX_INT),
-    Knob("threshold", float, "commit every position at least this confident (Fast-dLLM)", minimum=0,
-         maximum=1),
+    Knob("threshold", float, "commit every position more confident than this, at least the steps' share "
+         "(Fast-dLLM, SDAR, LLaDA2; 1 = the steps alone)", minimum=0, maximum=1),
     Knob("factor", float, "Fast-dLLM's factor rule instead of a threshold", above=0),
     Knob("cache", str, "key/value cache: prefix or dual for bidirectional models, block for block-diffusion "
          "ones", choices=CACHE_MODES),

@@ -105,7 +105,10 @@ def load_checkpoint(
     tensors = _load_tensors(_weight_files(path))
     with torch.device("meta"):
         model = Transformer(cfg)
-    names = FAMILIES[cfg.model_type].names(cfg, model)
+    family = FAMILIES[cfg.model_type]
+    if hasattr(family, "split"):
+        family.split(tensors, cfg)
+    names = family.names(cfg, model)
     expected = model.state_dict()
     state = {}
     for ours, theirs in names.items():

@@ -8,6 +8,24 @@ from pathlib import Path
 
 
 @dataclass
+class MoE:
+    """A sigmoid-routed mixture of experts with group-limited top-k (LLaDA2, after DeepSeek-V3): the
+    router's scores plus a per-expert bias choose `per_token` experts from the `topk_groups` best of
+    `groups` groups (a group scores its two best); the unbiased scores, normalized and scaled by
+    `scaling`, weight them, and `shared` experts are added unweighted. The first `dense_layers` layers
+    keep a dense MLP."""
+
+    experts: int
+    per_token: int
+    size: int  # each expert's intermediate size
+    shared: int = 0
+    groups: int = 1
+    topk_groups: int = 1
+    scaling: float = 1.0
+    dense_layers: int = 0
+
+
+@dataclass
 class ModelConfig:
     """Shape and semantics of a diffusion (or autoregressive) transformer.
 
@@ -18,8 +36,12 @@ class ModelConfig:
     sequence, the prompt included, and the prompt's tail decodes inside the first answer block.
     `shift_logits` means the token at position i is predicted from the output at i - 1 (Dream,
     Fast-dLLM v2, and our own models, which start from autoregressive weights). `head_dim` 0 means
-    hidden_size / num_heads; `qk_norm`: an RMSNorm over each query and key head before the rotation
-    (Qwen3, SDAR). `family` names the checkpoint layout and the decoding its reference applies.
+    hidden_size / num_heads; `rotary_dim` 0 means the whole head is rotated (LLaDA2 rotates half);
+    `qk_norm`: an RMSNorm over each query and key head before the rotation (Qwen3, SDAR, LLaDA2);
+    `moe`: the MLP of most layers is a mixture of experts (LLaDA2). `greedy_block_start`: the first
+    token of each answer block is the previous block's greedy next token, committed alone before the
+    rest of the block is denoised (Fast-dLLM v2). `family` names the checkpoint layout and the decoding
+    its reference applies.
     """
 
     vocab_size: int
@@ -41,13 +63,18 @@ class ModelConfig:
     shift_logits: bool = False
     max_position: int = 4096
     head_dim: int = 0
+    rotary_dim: int = 0
     qk_norm: bool = False
+    moe: MoE | None = None
     aligned_blocks: bool = False
+    greedy_block_start: bool = False
     family: str = ""
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.family = self.family or self.model_type
+        if isinstance(self.moe, dict):  # read back from JSON
+            self.moe = MoE(**self.moe)
         if not self.head_dim and self.num_heads and not self.hidden_size % self.num_heads:
             self.head_dim = self.hidden_size // self.num_heads
 

@@ -1,4 +1,4 @@
-"""The transformer shared by every model family (LLaDA, Dream, our own block-diffusion models).
+"""The transformer shared by every model family (LLaDA, Dream, SDAR, Fast-dLLM v2, LLaDA2, our own).
 
 It knows nothing about diffusion: it maps token ids, positions, an attention mask and optional cached
 keys/values to hidden states. Decoding rules live in `sampler.py`, scheduling in `engine.py`.
@@ -12,6 +12,7 @@ from torch import nn
 from llm.engine.config import ModelConfig
 from llm.engine.layers.attention import Attention, CacheBatch
 from llm.engine.layers.mlp import SwiGLU
+from llm.engine.layers.moe import MixtureOfExperts
 from llm.engine.layers.norm import RMSNorm
 from llm.engine.layers.rotary import Rotary
 
@@ -19,14 +20,19 @@ KV = tuple[torch.Tensor, torch.Tensor]
 
 
 class Block(nn.Module):
-    def __init__(self, cfg: ModelConfig):
+    def __init__(self, cfg: ModelConfig, index: int = 0):
         super().__init__()
         self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         qk_norm = cfg.rms_norm_eps if cfg.qk_norm else None
         self.self_attn = Attention(cfg.hidden_size, cfg.num_heads, cfg.num_kv_heads, cfg.qkv_bias,
                                    cfg.head_dim, qk_norm)  # fmt: skip
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-        self.mlp = SwiGLU(cfg.hidden_size, cfg.intermediate_size)
+        sparse = cfg.moe is not None and index >= cfg.moe.dense_layers
+        self.mlp = (
+            MixtureOfExperts(cfg.hidden_size, cfg.moe)
+            if sparse
+            else SwiGLU(cfg.hidden_size, cfg.intermediate_size)
+        )
 
     def forward(self, x, rope, mask, past: KV | None) -> tuple[torch.Tensor, KV]:
         h, kv = self.self_attn(self.input_layernorm(x), rope, mask, past)
@@ -40,9 +46,9 @@ class Transformer(nn.Module):
         cfg.validate()
         self.config = cfg
         self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
-        self.layers = nn.ModuleList(Block(cfg) for _ in range(cfg.num_layers))
+        self.layers = nn.ModuleList(Block(cfg, i) for i in range(cfg.num_layers))
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-        self.rotary = Rotary(cfg.head_dim, cfg.rope_theta)
+        self.rotary = Rotary(cfg.rotary_dim or cfg.head_dim, cfg.rope_theta)
         self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
         if cfg.tie_embeddings:
             self.lm_head.weight = self.embed_tokens.weight

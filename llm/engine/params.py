@@ -15,12 +15,14 @@ from llm.knobs import KNOBS
 class GenerationParams:
     """How one request is decoded. `None` means "the model's default".
 
-    Commit rule: `threshold` (Fast-dLLM) if set, else `factor` if set, else a fixed number of steps
-    (LLaDA low-confidence remasking; `steps` over the whole canvas, split evenly over its blocks).
+    Commit rule: `threshold` (Fast-dLLM, SDAR, LLaDA2; with the steps' share of each step as its floor)
+    if set, else `factor` if set, else a fixed number of steps (LLaDA low-confidence remasking; `steps`
+    over the whole canvas, split evenly over its blocks).
     `gen_length` is the answer canvas for bidirectional models and the token budget for block models,
     whose canvas grows one block at a time; either way it is rounded up to whole blocks (a server cuts
-    the reply at the client's `max_tokens` itself). Decoding stops once end-of-sequence is committed
-    with everything before it committed (`early_stop`).
+    the reply at the client's `max_tokens` itself), for aligned block models (SDAR, LLaDA2, Fast-dLLM v2)
+    to the block boundary at or after prompt + gen_length; `steps` are shared by the budget's blocks.
+    Decoding stops once end-of-sequence is committed with everything before it committed (`early_stop`).
 
     `opening_floor` (token id -> probability): the answer may open with that token only when the model
     gives it at least that probability there; below it (and above `sampler.CONTENDER`), the next best
@@ -31,6 +33,7 @@ class GenerationParams:
 
     gen_length: int = 64
     block_length: int | None = None
+    sub_block_length: int | None = None
     steps: int | None = None
     threshold: float | None = None
     factor: float | None = None
@@ -41,6 +44,11 @@ class GenerationParams:
     ignore_eos: bool = False  # keep decoding past end-of-sequence (benchmarks of fixed lengths)
     opening_floor: dict[int, float] | None = None
 
+    @property
+    def blocks(self) -> int:
+        """Whole blocks in the token budget: the steps are shared by them."""
+        return math.ceil(self.gen_length / self.block_length)
+
     def resolve(self, cfg: ModelConfig) -> GenerationParams:
         """Fill model defaults and check the combination; raises DecodingError with a readable message."""
         _check_knobs(self)  # before the defaults are computed from them
@@ -49,6 +57,9 @@ class GenerationParams:
         p = replace(self)
         if p.block_length is None:
             p.block_length = defaults.get("block_length", cfg.block_size if block else min(32, p.gen_length))
+        if p.sub_block_length is None:
+            p.sub_block_length = defaults.get("sub_block_length", p.block_length)
+        p.sub_block_length = min(p.sub_block_length, p.block_length)
         if p.cache is None:
             p.cache = defaults.get("cache", "block" if block else "none")
         if p.threshold is None and p.factor is None and p.steps is None:
@@ -57,10 +68,11 @@ class GenerationParams:
         if p.opening_floor is None:  # JSON keys are text
             p.opening_floor = {int(t): float(f) for t, f in defaults.get("opening_floor", {}).items()}
         _check_knobs(p)  # the model's defaults too
-        p.gen_length = math.ceil(p.gen_length / p.block_length) * p.block_length
+        blocks = p.blocks
+        if not cfg.aligned_blocks:  # aligned: the canvas ends at the boundary after prompt + gen_length
+            p.gen_length = blocks * p.block_length
         if p.steps is None:
-            p.steps = p.gen_length
-        blocks = p.gen_length // p.block_length
+            p.steps = blocks * p.block_length
         if p.steps < blocks or p.steps % blocks:
             raise DecodingError(
                 f"steps {p.steps} must be a positive multiple of the number of blocks ({blocks})"

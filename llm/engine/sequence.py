@@ -128,12 +128,26 @@ class Sequence:
         s, e = self.block_range
         return s + torch.nonzero(self.canvas[s:e] == self.cfg.mask_token_id).flatten()
 
+    def targets(self) -> torch.Tensor:
+        """The masked positions of the block's first sub-block that has any (the whole block, unless
+        sub-blocks are asked for)."""
+        masked = self.masked_in_block()
+        sub = self.params.sub_block_length
+        first = self.block_range[0] + (int(masked[0]) - self.block_range[0]) // sub * sub
+        return masked[masked < first + sub]
+
+    def greedy_start(self, work: Work) -> bool:
+        """Fast-dLLM v2: the block's first position is masked at its first step, so it is the previous
+        block's greedy next token, committed alone."""
+        s = self.block_range[0]
+        return self.cfg.greedy_block_start and self.step_in_block == 0 and int(work.targets[0]) == s > 0
+
     # -- planning -------------------------------------------------------------------------------
     def plan(self) -> Work:
         s, e = self.block_range
-        targets = self.masked_in_block()
+        targets = self.targets()
         if self.step_in_block == 0 and not self.schedule:
-            steps_per_block = self.params.steps // (self.params.gen_length // self.params.block_length)
+            steps_per_block = self.params.steps // self.params.blocks
             # aligned (SDAR, LLaDA2): the schedule of a whole block, also for a first block that holds
             # the prompt's tail
             size = self.params.block_length if self.cfg.aligned_blocks else targets.numel()
@@ -180,8 +194,10 @@ class Sequence:
         if p.opening_floor and int(work.targets[0]) == self.prompt_len:
             floored = sampler.floor_opening(logits, p.opening_floor)
         logits = logits if floored is None else floored
-        tokens, confidence = sampler.propose(logits, p.temperature, self.generator, self.cfg.mask_token_id)
-        if floored is not None:  # the opening in doubt goes alone: the rest is read from it
+        greedy = self.greedy_start(work)
+        temperature = 0.0 if greedy else p.temperature
+        tokens, confidence = sampler.propose(logits, temperature, self.generator, self.cfg.mask_token_id)
+        if floored is not None or greedy:  # the opening in doubt, or the block's greedy first token, alone
             chosen = torch.zeros(1, dtype=torch.long)
         else:
             k = self.schedule[self.step_in_block] if self.step_in_block < len(self.schedule) else 1
@@ -196,7 +212,7 @@ class Sequence:
         self.prefill_ns = self.prefill_ns or now_ns
         self.forwards += 1
         self.step_in_block += 1
-        if not bool((self.canvas[work.targets] == self.cfg.mask_token_id).any()):
+        if not self.masked_in_block().numel():
             self._next_block()
         return self._emit(now_ns)
 

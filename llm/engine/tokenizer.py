@@ -25,6 +25,8 @@ class Tokenizer:
         self.bos_token = _token_text(cfg.get("bos_token"))
         self.eos_token = _token_text(cfg.get("eos_token"))
         template = cfg.get("chat_template")
+        if template is None and (directory / "chat_template.jinja").exists():  # newer checkpoints' own file
+            template = (directory / "chat_template.jinja").read_text()
         if isinstance(template, list):  # named templates: take the default one
             template = next((t["template"] for t in template if t.get("name") == "default"), None)
         self.chat_template: str | None = template

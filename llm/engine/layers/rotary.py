@@ -23,7 +23,10 @@ class Rotary(nn.Module):
 
 
 def apply_rotary(x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
-    """x: [batch, heads, seq, head_dim], rotated in float32."""
+    """x: [batch, heads, seq, head_dim], rotated in float32; a rope for fewer dims than the head's rotates
+    the first ones and passes the rest (partial rotary, LLaDA2)."""
     cos, sin = rope
-    x1, x2 = x.float().chunk(2, dim=-1)
-    return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1).to(x.dtype)
+    rotated = 2 * cos.shape[-1]
+    x1, x2 = x[..., :rotated].float().chunk(2, dim=-1)
+    out = torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1).to(x.dtype)
+    return out if rotated == x.shape[-1] else torch.cat((out, x[..., rotated:]), dim=-1)
