@@ -54,7 +54,7 @@ def create_app(
     @app.get("/health")
     async def health():
         return {"status": "ok", "model": model_name, "running": len(engine.engine.running),
-                "waiting": len(engine.engine.waiting),
+                "waiting": len(engine.engine.waiting), "family": cfg.family, "layout": cfg.layout(),
                 "decoding": {k: defaults[k] for k in KNOBS}}  # fmt: skip
 
     @app.get("/v1/models")
