@@ -6,7 +6,12 @@ Prompt key/value reuse is off, so repeated runs of one prompt do not flatter the
 Targets (issue 2): >= 8x tokens/s over the LLaDA reference at 256 tokens, >= 3x at 32, and time to
 first committed token <= 1/4 of the reference's.
 
-    python bench/engine.py [--lengths 32 64 256] [--prompt 64] [--repeats 2]
+Releasing text (issue 47): our engine streams the committed prefix, a token as soon as it and all before
+it are final; SGLang streams a dLLM a finished block at a time. On the bundled model and held-out
+support-line prompts, the same decoding of each prompt is read both ways: when the first answer token
+and the first clause (voice/chunker.py, as TTS would take it) are released, as same-run ratios.
+
+    python bench/engine.py [--lengths 32 64 256] [--prompt 64] [--repeats 2] [--release-only]
 """
 
 from __future__ import annotations
@@ -80,11 +85,15 @@ def main() -> None:
     ap.add_argument("--prompt", type=int, default=64, help="prompt tokens")
     ap.add_argument("--per-step", type=int, default=4, help="tokens committed per step in the parallel modes")
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--release-only", action="store_true", help="only per-token against per-block release")
     args = ap.parse_args()
     print(
         f"# engine bench: {cpu_name()}, {torch.get_num_threads()} threads, "
         f"torch {torch.__version__}, python {platform.python_version()}"
     )
+    if args.release_only:
+        bench_release(args.repeats)
+        return
     tmp = Path(tempfile.mkdtemp())
     bidir = Engine(random_checkpoint(tmp / "bidir", "bidirectional", 32), device="cpu", prefix_cache=0)
     block = Engine(random_checkpoint(tmp / "block", "block", 8), device="cpu", prefix_cache=0)
@@ -116,6 +125,7 @@ def main() -> None:
             print(row(name, measure(engine, prompt, params, args.repeats), ref))
     if (BUNDLED["bundled"] / "config.json").exists():
         bench_bundled(args.repeats)
+        bench_release(args.repeats)
 
 
 def bench_bundled(repeats: int) -> None:
@@ -148,6 +158,65 @@ def bench_bundled(repeats: int) -> None:
     ref = rows.get("autoregressive twin, cached")
     for name, m in rows.items():
         print(row(name, m, ref).replace("of ref", "of AR"))
+
+
+def release_times(engine: Engine, prompt: list[int], params: GenerationParams) -> tuple[list[str], dict]:
+    """One decoding, read two ways: per answer token, when the committed prefix released it, and when its
+    block was finished (every position of the block committed, as SGLang releases text); ms from arrival.
+    Returns the token texts and {"token": [...], "block": [...]}."""
+    t0 = time.monotonic_ns()
+    tokens, emitted, committed = [], [], []
+    for chunk in engine.stream(prompt, params):
+        tokens += chunk.token_ids
+        emitted += [(chunk.emit_ns - t0) / 1e6] * len(chunk.token_ids)
+        committed += [(t - t0) / 1e6 for t in chunk.commit_ns]
+    b = engine.config.block_size
+    origin = len(prompt) // b * b if engine.config.aligned_blocks else len(prompt)
+    block_of = [(len(prompt) + i - origin) // b for i in range(len(tokens))]
+    finished = {k: max(max(c, e) for c, e, j in zip(committed, emitted, block_of, strict=True) if j == k)
+                for k in set(block_of)}  # fmt: skip
+    texts = [engine.tokenizer.decode(tokens[: i + 1]) for i in range(len(tokens))]
+    return texts, {"token": emitted, "block": [finished[k] for k in block_of]}
+
+
+def first_clause(texts: list[str]) -> int | None:
+    """The index of the token that completes the answer's first clause, as the pipeline cuts clauses."""
+    from voice.chunker import Chunker
+
+    for i, text in enumerate(texts):
+        if Chunker(min_words=4, split_first=True).feed(text, 0):
+            return i
+    return None
+
+
+def bench_release(repeats: int) -> None:
+    """Per committed token against per finished block, on the same decodings of real prompts."""
+    from llm.support.conversations import make_examples
+
+    engine = Engine(BUNDLED["bundled"], device="cpu", prefix_cache=0)
+    prompts = [engine.tokenizer.encode_chat(e.messages) for e in make_examples(24, seed=7, split="heldout")]
+    first = {"token": [], "block": []}
+    clause = {"token": [], "block": []}
+    for prompt in prompts:
+        for _ in range(repeats):
+            texts, at = release_times(engine, prompt, GenerationParams())
+            for way in at:
+                first[way].append(at[way][0])
+            if (i := first_clause(texts)) is not None:
+                for way in at:
+                    clause[way].append(at[way][i])
+    block = engine.config.block_size
+    print(f"\nreleasing text, bundled model (blocks of {block}, its default decoding), {len(prompts)} "
+          f"held-out prompts x {repeats}: per committed token (ours) against per finished block "
+          "(SGLang)")  # fmt: skip
+    for name, times in (("first answer token", first), ("first clause", clause)):
+        if not times["token"]:
+            continue
+        ours, theirs = statistics.median(times["token"]), statistics.median(times["block"])
+        ratios = sorted(a / b for a, b in zip(times["token"], times["block"], strict=True))
+        print(f"  {name:<20} p50 {ours:7.1f} ms against {theirs:7.1f} ms: {ours / theirs:.2f}x of per-block "
+              f"(per-prompt ratio p50 {statistics.median(ratios):.2f}, worst {ratios[-1]:.2f}; "
+              f"{len(ratios)} answers)")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -273,3 +273,70 @@ def test_llada2_decoding_equals_the_reference_token_for_token(llada2, llada2_dir
                                   cache=cache, ignore_eos=True)  # fmt: skip
         (out,) = llada2.generate([prompt], params)
         assert out.token_ids == expected, (name, threshold, steps, cache)
+
+
+# -- every entry point takes every family ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("family", ["sdar", "fast_dllm_v2", "llada2"])
+def test_generate_and_serve_take_each_family(family, sdar_dir, fast_dirs, llada2_dir, capsys):
+    """`ttfat generate --model DIR` decodes as the engine does, and the server names the family and the
+    decoding it applies in /health and streams a chat reply."""
+    import httpx
+
+    from llm.serving.process import LocalServer
+    from voice.cli import main
+
+    path = {"sdar": sdar_dir, "fast_dllm_v2": fast_dirs[8], "llada2": llada2_dir}[family]
+    assert main(["generate", "--model", str(path), "--prompt", "where is my order", "--gen-length", "9",
+                 "--json"]) == 0  # fmt: skip
+    out = json.loads(capsys.readouterr().out)
+    engine = Engine(path, device="cpu")
+    prompt = engine.tokenizer.encode_chat([{"role": "user", "content": "where is my order"}])
+    assert out["token_ids"] == engine.generate([prompt], GenerationParams(gen_length=9))[0].token_ids
+    with LocalServer(path, family) as url:
+        health = httpx.get(url.removesuffix("/v1") + "/health").json()
+        assert health["family"] == family and health["layout"]["blocks_from"] == "position 0"
+        assert health["decoding"]["block_length"] == engine.config.block_size
+        body = {"model": family, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 6}
+        reply = httpx.post(url + "/chat/completions", json=body, timeout=60).json()
+        assert reply["choices"][0]["finish_reason"] in ("stop", "length")
+
+
+def test_replay_and_eval_llm_take_a_family_directory(tmp_path, sdar_dir):
+    """`ttfat replay --llm-model DIR` serves it and answers every turn of a call (the tiny random model
+    says nonsense, but every turn is recorded), and `ttfat eval-llm --model DIR` scores it."""
+    import subprocess
+    import sys
+
+    from tests.test_preflight import CALL
+
+    run = lambda *argv: subprocess.run([sys.executable, "-m", "voice.cli", *argv], cwd=tmp_path,  # noqa: E731
+                                       capture_output=True, text=True, timeout=600)  # fmt: skip
+    done = run("replay", CALL, "--mode", "fast", "--llm-model", str(sdar_dir), "--out", "r", "--no-audio")
+    assert done.returncode == 0, done.stderr[-2000:]
+    turns = [json.loads(line) for line in (tmp_path / "r" / "turns.jsonl").read_text().splitlines()]
+    assert turns and all(t["status"] in ("ok", "failed") for t in turns)
+    done = run("eval-llm", "--model", str(sdar_dir), "--ar-model", "none", "-n", "2", "--default-only",
+               "--out", "e")  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (tmp_path / "e" / "eval.json").is_file()
+
+
+def test_the_prepared_gpu_script_runs_on_the_cpu(tmp_path, sdar_dir):
+    """bench/gpu.py, prepared for a lent accelerator, measures a tiny checkpoint here as it would a real one."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "bench" / "gpu.py"
+    done = subprocess.run([sys.executable, str(script), str(sdar_dir), "--device", "cpu", "--requests", "8",
+                           "--gen-length", "8", "--out", str(tmp_path / "gpu.json")],
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads((tmp_path / "gpu.json").read_text())
+    (model,) = report["models"]
+    assert model["family"] == "sdar" and [r["concurrency"] for r in model["runs"]] == [1, 8]
+    for run in model["runs"]:
+        assert run["requests"] == 8 and run["tokens_per_s"] > 0 and run["tokens_per_forward"] >= 1
+        assert run["ttfat_p50_ms"] <= run["ttfat_p95_ms"]
