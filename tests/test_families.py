@@ -324,7 +324,7 @@ def test_replay_and_eval_llm_take_a_family_directory(tmp_path, sdar_dir):
 
 
 def test_the_prepared_gpu_script_runs_on_the_cpu(tmp_path, sdar_dir):
-    """bench/gpu.py, prepared for a lent accelerator, measures a tiny checkpoint here as it would a real one."""
+    """bench/gpu.py, prepared for a lent accelerator, measures a tiny checkpoint here as a real one there."""
     import subprocess
     import sys
     from pathlib import Path
