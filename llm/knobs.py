@@ -14,6 +14,8 @@ import math
 from dataclasses import dataclass
 
 CACHE_MODES = ("none", "prefix", "dual", "block")
+SCHEDULES = ("even", "timesteps")
+CONFIDENCES = ("probability", "margin", "entropy")
 MAX_INT = 2**31 - 1  # the largest integer knob (a seed, a step count) a request may give
 JSON_TYPES = {int: "integer", float: "number", str: "string", bool: "boolean"}
 WORDS = {int: "a whole number", float: "a number", str: "a string", bool: "true or false", dict: "a table"}
@@ -103,6 +105,12 @@ KNOBS = {knob.name: knob for knob in (
     Knob("threshold", float, "commit every position more confident than this, at least the steps' share "
          "(Fast-dLLM, SDAR, LLaDA2; 1 = the steps alone)", minimum=0, maximum=1),
     Knob("factor", float, "Fast-dLLM's factor rule instead of a threshold", above=0),
+    Knob("schedule", str, "tokens per step of the fixed rule: even (LLaDA: a block's tokens shared evenly "
+         "by its steps) or timesteps (Dream: a step's share of the masks still left, at the last all)",
+         unset="the model's, else even", choices=SCHEDULES),
+    Knob("confidence", str, "how sure a position is: probability (of its token), margin (between its two "
+         "likeliest tokens) or entropy (negative; Dream's alg=entropy)",
+         unset="the model's, else probability", choices=CONFIDENCES),
     Knob("cache", str, "key/value cache: prefix or dual for bidirectional models, block for block-diffusion "
          "ones", choices=CACHE_MODES),
     Knob("temperature", float, "0 = greedy", default=0.0, minimum=0),

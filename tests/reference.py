@@ -16,7 +16,10 @@ It provides
   that returns the raw per-position logits;
 * ``llada_reference_generate``: LLaDA's semi-autoregressive low-confidence remasking decoder
   (``generate.py`` ``generate(..., remasking="low_confidence", cfg_scale=0)``);
-* ``dream_shift``: Dream's shift of logits by one position.
+* ``dream_shift``: Dream's shift of logits by one position;
+* ``dream_reference_generate``: Dream's own decoding (``generation_utils.py`` ``diffusion_generate`` at
+  temperature 0: its timestep schedule, confidence by entropy, margin or probability), read in the copy of
+  Dream-v0-Instruct-7B's file vendored in ``monash-yann/dllm-research`` ``models/Dream-7B-Instruct/``.
 
 Facts used (checked against public copies of the released files):
 
@@ -55,6 +58,9 @@ __all__ = [
     "dream_shift",
     "llada_num_transfer_tokens",
     "llada_reference_generate",
+    "dream_timesteps",
+    "dream_transfer_count",
+    "dream_reference_generate",
 ]
 
 # --------------------------------------------------------------------------------------------------------
@@ -920,6 +926,66 @@ def llada_reference_generate(
                         "boundary_conf_gap": boundary,
                     }
                 )
+    return canvas
+
+
+# --------------------------------------------------------------------------------------------------------
+# Dream's own decoding (generation_utils.py `diffusion_generate`, at temperature 0)
+# --------------------------------------------------------------------------------------------------------
+
+
+def _f32(x: float) -> float:
+    import numpy as np
+
+    return float(np.float32(x))
+
+
+def dream_timesteps(steps: int, eps: float = 1e-3) -> list[float]:
+    """torch.linspace(1, eps, steps + 1) in float32, as Dream builds it, computed the way torch's CPU kernel
+    does: a float32 step, the first half counted up from the start and the second half down from the end,
+    each value rounded to float32 once."""
+    n = steps + 1
+    start, end = _f32(1.0), _f32(eps)
+    step = _f32((end - start) / (n - 1))
+    return [_f32(start + step * k) if k < n // 2 else _f32(end - step * (n - 1 - k)) for k in range(n)]
+
+
+def dream_transfer_count(masked: int, step: int, steps: int, timesteps: list[float]) -> int:
+    """Tokens unmasked at `step`: int(masked * (1 - s / t)) in float32 arithmetic, all that are left at the
+    last step; it may be 0 (the step then commits nothing)."""
+    if step == steps - 1:
+        return masked
+    ratio = _f32(timesteps[step + 1] / timesteps[step])
+    return int(_f32(_f32(masked) * _f32(1.0 - ratio)))
+
+
+@torch.no_grad()
+def dream_reference_generate(
+    logits_fn, prompt: list[int], *, gen_length: int, steps: int, alg: str = "entropy", mask_id: int = 151666
+) -> list[int]:
+    """Dream's `diffusion_generate(..., alg=alg, temperature=0)` for one prompt: the canvas is the prompt and
+    `gen_length` masks, and exactly `steps` passes run over all of it (no blocks). Each pass shifts the
+    logits by one (`dream_shift`), takes every masked position's argmax over the whole vocabulary and a
+    confidence from the softmax over the whole vocabulary: the argmax's probability ("maskgit_plus",
+    named "probability" here), the gap between the two largest probabilities ("topk_margin", "margin") or
+    sum(p * ln(p + 1e-10)) ("entropy"); then the `dream_transfer_count` most confident masked positions
+    are committed (the lower position on equal confidence). Returns the canvas."""
+    canvas = list(prompt) + [mask_id] * gen_length
+    timesteps = dream_timesteps(steps)
+    for step in range(steps):
+        masked = [j for j in range(len(canvas)) if canvas[j] == mask_id]
+        probs = _softmax(dream_shift(logits_fn(list(canvas)).double()))
+        chosen = {}
+        for j in masked:
+            p = probs[j]
+            top = torch.topk(p, 2).values
+            confidence = {"probability": float(top[0]), "margin": float(top[0] - top[1]),
+                          "entropy": float((p * torch.log(p + 1e-10)).sum())}[alg]  # fmt: skip
+            chosen[j] = (confidence, int(torch.argmax(p)))
+        assert mask_id not in {t for _, t in chosen.values()}, "the fixture's model predicted the mask token"
+        count = dream_transfer_count(len(masked), step, steps, timesteps)
+        for j in sorted(masked, key=lambda j: (-chosen[j][0], j))[:count]:
+            canvas[j] = chosen[j][1]
     return canvas
 
 

@@ -109,6 +109,49 @@ def stepwise_cache_agreement(engine: Engine, prompt: list[int], mode: str) -> tu
     return agree / total, unchanged_error
 
 
+def test_dream_timestep_schedule_is_dreams_float32_one():
+    """Tokens a step with `steps` = gen_length and fewer, as Dream's float32 arithmetic gives them: none at
+    the first step, two at the last; (1000, 1000) is where float64 would give 0, 0, 1, 1."""
+
+    def counts(masked: int, steps: int, engine_side: bool) -> list[int]:
+        out, times = [], ref.dream_timesteps(steps)
+        for step in range(steps):
+            n = (sampler_count(masked, step, steps) if engine_side
+                 else ref.dream_transfer_count(masked, step, steps, times))  # fmt: skip
+            out.append(n)
+            masked -= n
+        return out
+
+    from llm.engine.sampler import timestep_count as sampler_count
+
+    assert counts(8, 8, True) == [0, 1, 1, 1, 1, 1, 1, 2]
+    assert counts(100, 7, True) == [14] * 6 + [16]
+    assert counts(8, 4, True) == [1, 2, 2, 3]
+    assert counts(256, 128, True) == [1] + [2] * 126 + [3]
+    assert counts(1000, 1000, True)[:4] == [0, 1, 0, 1]
+    for masked, steps in ((8, 8), (100, 7), (512, 256), (1000, 1000), (1024, 1024), (37, 11)):
+        assert counts(masked, steps, True) == counts(masked, steps, False), (masked, steps)
+
+
+@pytest.mark.parametrize("alg", ["entropy", "margin", "probability"])
+@pytest.mark.parametrize("steps", [16, 8, 5])
+def test_reference_dream_decoding_token_for_token(dream_dir, alg, steps):
+    """Dream's own decoding, its default in our engine: the whole canvas, the timestep schedule and
+    confidence by entropy (or margin, or probability)."""
+    engine = Engine(dream_dir, device="cpu", dtype=torch.float64)
+    prompt = chat_prompt(engine, "hello can you check my order")
+    expected = ref.dream_reference_generate(
+        lambda canvas: ref.plain_logits(dream_dir, canvas), prompt, gen_length=16, steps=steps, alg=alg
+    )
+    params = GenerationParams(gen_length=16, steps=steps, confidence=alg, cache="none", early_stop=False)
+    seq_id = engine.add_request(prompt, params)
+    seq = next(s for s in engine.waiting if s.id == seq_id)
+    assert (seq.params.block_length, seq.params.schedule) == (16, "timesteps")
+    while engine.has_work():
+        engine.step()
+    assert seq.canvas.tolist() == expected
+
+
 def test_prefix_and_dual_cache_agreement_is_measured_and_bounded(llada_dir, dream_dir):
     """Fast-dLLM's caches are approximations on bidirectional models: exact until the canvas changes,
     then stale. Measure the per-step agreement with the exact forward and bound it."""

@@ -168,7 +168,8 @@ def test_bad_requests_and_limits(server):
     # and its floor on the tool-call filler's first token
     assert health["family"] == "ttfat" and health["layout"]["blocks_from"] == "the answer's start"
     assert health["decoding"] == {"gen_length": 64, "steps": 64, "block_length": 8, "sub_block_length": 8,
-                                  "threshold": 0.9, "factor": None, "cache": "block", "temperature": 0.0,
+                                  "threshold": 0.9, "factor": None, "schedule": "even",
+                                  "confidence": "probability", "cache": "block", "temperature": 0.0,
                                   "seed": None, "early_stop": True, "ignore_eos": False,
                                   "opening_floor": {"475": 0.8}}  # fmt: skip
 

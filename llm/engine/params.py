@@ -37,6 +37,8 @@ class GenerationParams:
     steps: int | None = None
     threshold: float | None = None
     factor: float | None = None
+    schedule: str | None = None
+    confidence: str | None = None
     cache: str | None = None
     temperature: float = 0.0
     seed: int | None = None
@@ -55,8 +57,11 @@ class GenerationParams:
         defaults = cfg.extra.get("generation", {})
         block = cfg.attention == "block"
         p = replace(self)
-        if p.block_length is None:
-            p.block_length = defaults.get("block_length", cfg.block_size if block else min(32, p.gen_length))
+        if p.block_length is None:  # one_block: a bidirectional model's reference has none (Dream)
+            whole = p.gen_length if defaults.get("one_block") else min(32, p.gen_length)
+            p.block_length = defaults.get("block_length", cfg.block_size if block else whole)
+        p.schedule = p.schedule or defaults.get("schedule", "even")
+        p.confidence = p.confidence or defaults.get("confidence", "probability")
         if p.sub_block_length is None:
             p.sub_block_length = defaults.get("sub_block_length", p.block_length)
         p.sub_block_length = min(p.sub_block_length, p.block_length)

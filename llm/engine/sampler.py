@@ -8,8 +8,15 @@ Committed tokens are never remasked. Three commit rules:
 - factor: the n most confident, where the i-th (1-based) needs confidence >= 1 - factor / (i + 1)
   (Fast-dLLM's factor rule); again at least `floor`.
 
-Confidence is the candidate's probability in a softmax over the whole vocabulary, the mask token
-included, as every reference computes it; the candidate itself is never the mask token.
+How many tokens the fixed rule commits a step (`schedule`): "even", a block's tokens shared evenly by its
+steps, the remainder first (LLaDA); "timesteps", Dream's: with t falling from 1 to 1e-3 over the steps,
+a step commits the share 1 - t_next / t of the masks still left (rounded down, in float32 as Dream
+computes it), and the last step all that are left.
+
+Confidence (`confidence`) is read from a softmax over the whole vocabulary, the mask token included, as
+every reference computes it: the candidate's probability, the margin between the two likeliest tokens
+(Dream's topk_margin) or the negative entropy (Dream's entropy). The candidate itself is never the mask
+token.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ def propose(
     temperature: float = 0.0,
     generator: torch.Generator | None = None,
     mask_id: int | None = None,
+    confidence: str = "probability",
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Candidate token and its confidence (softmax probability) for each row of logits [N, V].
 
@@ -40,6 +48,11 @@ def propose(
         tokens = (logits.double() / temperature - torch.log(-torch.log(noise))).argmax(-1)
     else:
         tokens = logits.argmax(-1)
+    if confidence == "margin":
+        best = probs.topk(2, dim=-1).values
+        return tokens, best[:, 0] - best[:, 1]
+    if confidence == "entropy":
+        return tokens, (probs * torch.log(probs + 1e-10)).sum(-1)
     return tokens, probs.gather(-1, tokens[:, None]).squeeze(-1)
 
 
@@ -64,6 +77,14 @@ def floor_opening(logits: torch.Tensor, floor: dict[int, float]) -> torch.Tensor
     logits = logits.clone()
     logits[0, out] = float("-inf")
     return logits
+
+
+def timestep_count(masked: int, step: int, steps: int, eps: float = 1e-3) -> int:
+    """Dream's count for `step` of `steps` with `masked` masks left."""
+    if step >= steps - 1:
+        return masked
+    t = torch.linspace(1, eps, steps + 1, dtype=torch.float32)
+    return int(torch.tensor(float(masked), dtype=torch.float32) * (1 - t[step + 1] / t[step]))
 
 
 def fixed_schedule(num_masked: int, steps: int) -> list[int]:

@@ -147,7 +147,7 @@ class Sequence:
         s, e = self.block_range
         targets = self.targets()
         if self.step_in_block == 0 and not self.schedule:
-            steps_per_block = self.params.steps // self.params.blocks
+            steps_per_block = self.steps_per_block = self.params.steps // self.params.blocks
             # aligned (SDAR, LLaDA2): the schedule of a whole block, also for a first block that holds
             # the prompt's tail
             size = self.params.block_length if self.cfg.aligned_blocks else targets.numel()
@@ -196,11 +196,14 @@ class Sequence:
         logits = logits if floored is None else floored
         greedy = self.greedy_start(work)
         temperature = 0.0 if greedy else p.temperature
-        tokens, confidence = sampler.propose(logits, temperature, self.generator, self.cfg.mask_token_id)
+        tokens, confidence = sampler.propose(logits, temperature, self.generator, self.cfg.mask_token_id,
+                                             p.confidence)  # fmt: skip
         if floored is not None or greedy:  # the opening in doubt, or the block's greedy first token, alone
             chosen = torch.zeros(1, dtype=torch.long)
         else:
             k = self.schedule[self.step_in_block] if self.step_in_block < len(self.schedule) else 1
+            if p.schedule == "timesteps":
+                k = sampler.timestep_count(work.targets.numel(), self.step_in_block, self.steps_per_block)
             if p.threshold is not None or p.factor is not None:  # the schedule is the floor
                 chosen = sampler.select(confidence, threshold=p.threshold, factor=p.factor, floor=max(k, 1))
             else:

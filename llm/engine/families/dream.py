@@ -1,4 +1,8 @@
-"""Dream-org/Dream (model_type "Dream"): Qwen2 names and layout, bidirectional attention, shifted logits."""
+"""Dream-org/Dream (model_type "Dream"; also Dream-Coder and DiffuCoder): Qwen2 names and layout,
+bidirectional attention, shifted logits. Decoded as Dream's `diffusion_generate` does at temperature 0:
+the whole canvas as one block, Dream's timestep schedule, confidence by entropy (`alg="entropy"`, what
+the published examples use; `--confidence margin` is `alg="topk_margin"`, `probability` is
+`maskgit_plus`)."""
 
 from __future__ import annotations
 
@@ -26,6 +30,9 @@ def config(c: dict) -> ModelConfig:
         attention="bidirectional",
         shift_logits=True,
         max_position=int(c.get("max_position_embeddings", 4096)),
+        # Dream's own decoding (generation_utils.py, as its published examples call it): the whole canvas
+        # at once, its timestep schedule, confidence by entropy
+        extra={"generation": {"one_block": True, "schedule": "timesteps", "confidence": "entropy"}},
     )
 
 
