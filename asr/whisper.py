@@ -9,9 +9,10 @@ a floor) and bounds the decode by the audio's length, as short windows otherwise
 ("order 5011" heard as "511"), so `window="auto"` decodes a transcript holding a number again at 30 s,
 unless the agent can tell the number came out whole (`numbers_whole`: the bundled agent's order numbers
 have four digits, and a short window's slips drop or double one). When it is not whole, the fitted
-window's beam is asked first for its `nbest` likeliest readings, and the likeliest whole one is taken:
-the encoding is reused, so this costs a beam decode (about 100 ms here) where the 30 s pass costs 450.
-Only when no reading is whole does the 30 s pass run.
+window's beam is asked first for its `nbest` likeliest readings, and the likeliest whole one is taken
+unless it is far less likely than the best reading (`READING_GAP`) or says words twice over: the
+encoding is reused, so this costs a beam decode (100-200 ms here) where the 30 s pass costs 450-600.
+Only when no reading will do does the 30 s pass run. Measured in `bench/asr_window.py`.
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ if TYPE_CHECKING:
 WINDOWS = ("full", "fit", "auto")
 RATE = 16000
 FULL_WINDOW_S = 30
+# A whole reading whose mean log-probability a token is this far below the best reading's is not taken:
+# with 10 readings, "fifteen" alone also reads "15. 16." (a whole "1516"); the slips the readings mend
+# sit within 0.15 of the best (bench/asr_window.py, the recorded callers' turns and the pause-cut audio).
+READING_GAP = 0.25
 
 
 class AsrModelError(RuntimeError):
@@ -90,7 +95,7 @@ class Transcript:
     text: str
     seconds: float  # audio length
     compute_ms: float  # encode and decode, iteration of faster-whisper's lazy segments included
-    passes: list[str] = field(default_factory=list)  # "fit 10 s", "fit 10 s, 5-best", "30 s"
+    passes: list[str] = field(default_factory=list)  # "fit 10 s", "fit 10 s, 10-best", "30 s"
     encoding: object = field(default=None, repr=False, compare=False)  # a fitted window's, for its n-best
 
 
@@ -113,7 +118,7 @@ class Transcriber:
         min_window_s: float = 10.0,
         margin_s: float = 2.0,
         numbers_whole: Callable[[str], bool] | None = None,
-        nbest: int = 5,
+        nbest: int = 10,
     ):
         if window not in WINDOWS:
             raise AsrModelError(f"the ASR window must be one of {WINDOWS}, not {window!r}")
@@ -160,7 +165,7 @@ class Transcriber:
             return Transcript(self._full(audio), seconds, (time.perf_counter() - start) * 1e3, ["30 s"])
         window = self._window(seconds)
         encoding = self._encode(audio, window)
-        (text,) = self._decode(encoding, audio, beam_size=self.beam_size, readings=1)
+        ((text, _),) = self._decode(encoding, audio, beam_size=self.beam_size, readings=1)
         return Transcript(text, seconds, (time.perf_counter() - start) * 1e3, [f"fit {window:g} s"], encoding)
 
     def needs_second_pass(self, first: Transcript) -> bool:
@@ -172,8 +177,9 @@ class Transcriber:
 
     def second_pass(self, audio: np.ndarray, first: Transcript) -> Transcript:
         """The likeliest of the fitted window's `nbest` readings whose number `numbers_whole` reads as
-        whole, unless it says words twice over where the first pass did not (a short window's loop:
-        "15." read as "15. 15.", a whole "1515"); else faster-whisper's 30 s loop, as in "full"."""
+        whole, unless it is `READING_GAP` less likely than the best reading or says words twice over where
+        the first pass did not (a short window's loop: "15." read as "15. 15.", a whole "1515"); else
+        faster-whisper's 30 s loop, as in "full"."""
         import numpy as np
 
         start = time.perf_counter()
@@ -183,8 +189,9 @@ class Transcriber:
             passes.append(f"{passes[-1]}, {self.nbest}-best")
             readings = self._decode(first.encoding, audio, beam_size=max(self.nbest, self.beam_size),
                                     readings=self.nbest)  # fmt: skip
-            loops = _loops(first.text)
-            text = next((r for r in readings if self.numbers_whole(r) and _loops(r) <= loops), None)
+            loops, best = _loops(first.text), readings[0][1]
+            fits = (r for r, score in readings if best - score <= READING_GAP and _loops(r) <= loops)
+            text = next((r for r in fits if self.numbers_whole(r)), None)
         if text is None:
             text = self._full(audio)
             passes.append("30 s")
@@ -211,15 +218,18 @@ class Transcriber:
         features = pad_or_trim(self.model.feature_extractor(audio)[..., :-1], int(window_s * 100))
         return self.model.encode(features)
 
-    def _decode(self, encoding, audio: np.ndarray, *, beam_size: int, readings: int) -> list[str]:
-        """The `readings` likeliest texts, bounded by the audio's length (10 tokens plus 8 a second), no
-        repeated trigram."""
+    def _decode(
+        self, encoding, audio: np.ndarray, *, beam_size: int, readings: int
+    ) -> list[tuple[str, float]]:
+        """The `readings` likeliest texts with their mean log-probability a token, bounded by the audio's
+        length (10 tokens plus 8 a second), no repeated trigram."""
         budget = len(self.prompt) + 10 + int(8 * len(audio) / RATE)
         result = self.model.model.generate(
             encoding, [self.prompt], beam_size=beam_size, num_hypotheses=readings, max_length=budget,
-            no_repeat_ngram_size=3, suppress_blank=True, suppress_tokens=self.suppress,
+            no_repeat_ngram_size=3, suppress_blank=True, suppress_tokens=self.suppress, return_scores=True,
         )[0]  # fmt: skip
-        return [self.tokenizer.decode(ids).strip() for ids in result.sequences_ids]
+        texts = [self.tokenizer.decode(ids).strip() for ids in result.sequences_ids]
+        return list(zip(texts, result.scores, strict=True))
 
 
 _NUMBER = re.compile(

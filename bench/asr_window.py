@@ -6,10 +6,11 @@ Numbers: on recordings/, the order number parsed from the transcript equals the 
 on the shared clips, the digits said (as words) equal the reference's, for references holding digits.
 
 The last rows keep a fitted window's words when the bundled agent reads a whole order number in them
-(`numbers_whole`), and hear only the others again: at 30 s, or first among the fitted window's 5
-likeliest readings (the first whole one is taken) and at 30 s only when none is whole.
+(`numbers_whole`), and hear only the others again: at 30 s, or first among the fitted window's 10
+likeliest readings (the likeliest whole one is taken, unless far less likely than the best or saying its
+words twice) and at 30 s only when none will do.
 
-    python bench/asr_window.py [--models tiny.en base] [--floors 6 8 10 15]
+    python bench/asr_window.py [--models tiny.en base] [--floors 6 8 10 15] [--only "30 s" readings]
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", nargs="+", default=["tiny.en", "base"])
     ap.add_argument("--floors", type=float, nargs="+", default=[6, 8, 10, 15])
+    ap.add_argument("--only", nargs="+", metavar="WORDS", help="only the rows whose name holds one of these")
     args = ap.parse_args()
     sets = {"human clips": shared(False), "telephony 8 kHz": shared(True), "recordings/": recording_turns()}
     print(f"# ASR window: {cpu_name()}; int8 on the CPU, greedy")
@@ -92,8 +94,10 @@ def main() -> None:
         configs += [("auto: fit 10 s, numbers at 30", {"window": "auto", "min_window_s": 10})]
         whole = {"window": "auto", "min_window_s": 10, "numbers_whole": holds_order_id}
         configs += [("auto, whole numbers kept", {**whole, "nbest": 0})]
-        configs += [("auto, kept, 5 readings", {**whole, "nbest": 5})]
+        configs += [("auto, kept, 10 readings", {**whole, "nbest": 10})]
         for name, options in configs:
+            if args.only and not any(words in name for words in args.only):
+                continue
             transcriber = Transcriber(model, **options)
             transcriber.transcribe(sets["human clips"][0][0])  # warm-up
             cells = ""

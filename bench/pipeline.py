@@ -59,15 +59,15 @@ CONFIGS = {
     "words end turns": (replace(SERIAL, speculate=True, words_end_turns=True), "auto", None),
     "smart turn": (replace(SERIAL, smart_turn=True), "full", None),
     "whole numbers kept": (SERIAL, "auto", 0),
-    "numbers from 5 readings": (SERIAL, "auto", 5),
-    "overlapped": (Settings(), "auto", 5),
+    "numbers from 10 readings": (SERIAL, "auto", 10),
+    "overlapped": (Settings(), "auto", 10),
     "overlapped, numbers re-heard": (Settings(), "auto", None),
     "overlapped, numbers at 30 s": (Settings(), "auto", 0),
-    "overlapped, first clause whole": (replace(Settings(), split_first_clause=False), "auto", 5),
-    "overlapped, tts on first words": (replace(Settings(), tts_on_first_words=True), "auto", 5),
+    "overlapped, first clause whole": (replace(Settings(), split_first_clause=False), "auto", 10),
+    "overlapped, tts on first words": (replace(Settings(), tts_on_first_words=True), "auto", 10),
     "streamed speech": (replace(SERIAL, stream_speech=True), "full", None),
-    "overlapped, clauses whole": (replace(Settings(), stream_speech=False), "auto", 5),
-    "overlapped, vad pauses": (replace(Settings(), vad=VadConfig(quiet_pause=False)), "auto", 5),
+    "overlapped, clauses whole": (replace(Settings(), stream_speech=False), "auto", 10),
+    "overlapped, vad pauses": (replace(Settings(), vad=VadConfig(quiet_pause=False)), "auto", 10),
 }
 
 emit_ns: dict[tuple[str, int], int] = {}

@@ -275,6 +275,22 @@ def test_llada2_decoding_equals_the_reference_token_for_token(llada2, llada2_dir
         assert out.token_ids == expected, (name, threshold, steps, cache)
 
 
+def test_llada2_stops_at_a_stop_token_as_the_reference_does(llada2, llada2_dir):
+    prompt = llada2.tokenizer.encode_chat([{"role": "user", "content": "where is my order"}])
+    logits = lambda ids: ref.llada2_logits(llada2_dir, ids, tail=32)  # noqa: E731
+    settings = {"gen_length": 34, "block_length": 32, "steps": 32, "threshold": 0.5, "mask_id": 156895}
+    whole = ref.low_confidence_generate(logits, prompt, **settings, stop_ids=())
+    stop = whole[20]
+    expected = ref.low_confidence_generate(logits, prompt, **settings, stop_ids=(stop,))
+    assert len(expected) < len(whole)
+    saved, llada2.config.eos_token_ids = llada2.config.eos_token_ids, [stop]
+    try:
+        (out,) = llada2.generate([prompt], GenerationParams(gen_length=34, threshold=0.5))
+    finally:
+        llada2.config.eos_token_ids = saved
+    assert out.token_ids == expected and out.finish_reason == "stop"
+
+
 # -- every entry point takes every family ------------------------------------------------------------
 
 

@@ -12,7 +12,7 @@ fillers = ["One moment."]            # phrases said before a tool call, not answ
 caller_words = "module:function"     # optional: rewrites the caller's words before the model sees them
 numbers_whole = "module:function"    # optional: whether a transcript's numbers are whole as the agent
                                      # needs them (an order number of its length): the ASR then keeps
-                                     # its fitted window's words, or a whole one of its 5 likeliest
+                                     # its fitted window's words, or a whole one of its 10 likeliest
                                      # readings, before it hears them again in a 30 s window
 max_tool_rounds = 2
 on_bad_arguments = { find_room = "Sorry, which room was it?" }  # optional: what the caller hears when

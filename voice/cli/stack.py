@@ -104,11 +104,11 @@ def add_stack_args(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--asr-readings",
         type=int,
-        default=5,
+        default=10,
         metavar="N",
         help="with --asr-window auto, a number not whole is looked for first among the fitted window's N "
-        "likeliest readings (a beam decode, about 100 ms on 2 cores), and only then heard again at 30 s "
-        "(about 450 ms); 0: straight to 30 s (default %(default)s)",
+        "likeliest readings (a beam decode, 100-200 ms on 2 cores), and only then heard again at 30 s "
+        "(450-600 ms); 0: straight to 30 s (default %(default)s)",
     )
 
 
