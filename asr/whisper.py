@@ -9,7 +9,8 @@ a floor) and bounds the decode by the audio's length, as short windows otherwise
 ("order 5011" heard as "511"), so `window="auto"` decodes a transcript holding a number again at 30 s,
 unless the agent can tell the number came out whole (`numbers_whole`: the bundled agent's order numbers
 have four digits, and a short window's slips drop or double one). When it is not whole, the fitted
-window's beam is asked first for its `nbest` likeliest readings, and the likeliest whole one is taken
+window's beam is asked first (for a number of `read_digits` digits or more) for its `nbest` likeliest
+readings, and the likeliest whole one is taken
 unless it is far less likely than the best reading (`READING_GAP`) or says words twice over: the
 encoding is reused, so this costs a beam decode (100-200 ms here) where the 30 s pass costs 450-600.
 Only when no reading will do does the 30 s pass run. Measured in `bench/asr_window.py`.
@@ -36,6 +37,10 @@ FULL_WINDOW_S = 30
 # with 10 readings, "fifteen" alone also reads "15. 16." (a whole "1516"); the slips the readings mend
 # sit within 0.15 of the best (bench/asr_window.py, the recorded callers' turns and the pause-cut audio).
 READING_GAP = 0.25
+# The readings are looked at only when the first pass's words hold this many digits: a short window's
+# slip drops or doubles a digit of a long number ("5011" as "511"); "5 5" or "10 meters" read otherwise
+# would be another number, not a mended one, and are heard again at 30 s without the readings' cost.
+READ_DIGITS = 3
 
 
 class AsrModelError(RuntimeError):
@@ -119,6 +124,7 @@ class Transcriber:
         margin_s: float = 2.0,
         numbers_whole: Callable[[str], bool] | None = None,
         nbest: int = 10,
+        read_digits: int = READ_DIGITS,
     ):
         if window not in WINDOWS:
             raise AsrModelError(f"the ASR window must be one of {WINDOWS}, not {window!r}")
@@ -138,7 +144,7 @@ class Transcriber:
         self.name, self.path, self.beam_size = model, path, beam_size
         self.window, self.min_window_s, self.margin_s = window, min_window_s, margin_s
         self.numbers_whole = numbers_whole  # words it says are whole are not heard again (window "auto")
-        self.nbest = nbest
+        self.nbest, self.read_digits = nbest, read_digits
         self.english_only = self.model.model.is_multilingual is False
         from faster_whisper.tokenizer import Tokenizer
         from faster_whisper.transcribe import get_suppressed_tokens
@@ -176,16 +182,17 @@ class Transcriber:
         return fitted and has_number(first.text) and not whole
 
     def second_pass(self, audio: np.ndarray, first: Transcript) -> Transcript:
-        """The likeliest of the fitted window's `nbest` readings whose number `numbers_whole` reads as
-        whole, unless it is `READING_GAP` less likely than the best reading or says words twice over where
-        the first pass did not (a short window's loop: "15." read as "15. 15.", a whole "1515"); else
-        faster-whisper's 30 s loop, as in "full"."""
+        """When the first pass holds `read_digits` digits, the likeliest of the fitted window's `nbest`
+        readings whose number `numbers_whole` reads as whole, unless it is `READING_GAP` less likely than
+        the best reading or says words twice over where the first pass did not (a short window's loop:
+        "15." read as "15. 15.", a whole "1515"); else faster-whisper's 30 s loop, as in "full"."""
         import numpy as np
 
         start = time.perf_counter()
         audio = audio.astype(np.float32, copy=False)
         passes, text = list(first.passes), None
-        if self.nbest and self.numbers_whole and first.encoding is not None:
+        long_number = len(re.findall(r"\d", first.text)) >= self.read_digits
+        if self.nbest and self.numbers_whole and first.encoding is not None and long_number:
             passes.append(f"{passes[-1]}, {self.nbest}-best")
             readings = self._decode(first.encoding, audio, beam_size=max(self.nbest, self.beam_size),
                                     readings=self.nbest)  # fmt: skip
