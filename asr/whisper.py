@@ -8,12 +8,12 @@ a floor) and bounds the decode by the audio's length, as short windows otherwise
 `bench/asr_window.py`: about 5x cheaper at the same word error rate, but short windows miscopy digits
 ("order 5011" heard as "511"), so `window="auto"` decodes a transcript holding a number again at 30 s,
 unless the agent can tell the number came out whole (`numbers_whole`: the bundled agent's order numbers
-have four digits, and a short window's slips drop or double one). When it is not whole, the fitted
-window's beam is asked first (for a number of `read_digits` digits or more) for its `nbest` likeliest
-readings, and the likeliest whole one is taken
-unless it is far less likely than the best reading (`READING_GAP`) or says words twice over: the
-encoding is reused, so this costs a beam decode (100-200 ms here) where the 30 s pass costs 450-600.
-Only when no reading will do does the 30 s pass run. Measured in `bench/asr_window.py`.
+have four digits, and a short window's slips drop or double one). When it is not whole but long
+(`read_digits`), the fitted window's beam is asked first for its `nbest` likeliest readings, and the
+likeliest whole one is taken unless it is far less likely than the best reading (`READING_GAP`) or
+says words twice over: the encoding is reused, so this costs a beam decode (100-200 ms here) where the
+30 s pass costs 450-600. Only when no reading will do does the 30 s pass run. Measured in
+`bench/asr_window.py`.
 """
 
 from __future__ import annotations
