@@ -36,6 +36,7 @@ from pathlib import Path
 import torch
 
 from tests.reference import (
+    DREAM_SPECIAL_TOKENS,
     _active_ids,
     _added_tokens_decoder,
     _build_tokenizer,
@@ -51,31 +52,11 @@ from tests.reference import (
     load_state_dict,
 )
 
-# Qwen3's added tokens at their ids (tokenizer_config.json "added_tokens_decoder"), SDAR's mask last.
+# Qwen3's added tokens at their ids (tokenizer_config.json "added_tokens_decoder"), SDAR's mask last:
+# <|endoftext|> (151643) is eos_token, pad_token and config.json's bos/eos; <|im_end|> (151645) ends a turn.
 # value: (id, special)
 SDAR_SPECIAL_TOKENS: dict[str, tuple[int, bool]] = {
-    "<|endoftext|>": (151643, True),  # eos_token, pad_token; config.json bos/eos
-    "<|im_start|>": (151644, True),
-    "<|im_end|>": (151645, True),  # ends an assistant turn (generation_config eos)
-    "<|object_ref_start|>": (151646, True),
-    "<|object_ref_end|>": (151647, True),
-    "<|box_start|>": (151648, True),
-    "<|box_end|>": (151649, True),
-    "<|quad_start|>": (151650, True),
-    "<|quad_end|>": (151651, True),
-    "<|vision_start|>": (151652, True),
-    "<|vision_end|>": (151653, True),
-    "<|vision_pad|>": (151654, True),
-    "<|image_pad|>": (151655, True),
-    "<|video_pad|>": (151656, True),
-    "<tool_call>": (151657, False),
-    "</tool_call>": (151658, False),
-    "<|fim_prefix|>": (151659, False),
-    "<|fim_middle|>": (151660, False),
-    "<|fim_suffix|>": (151661, False),
-    "<|fim_pad|>": (151662, False),
-    "<|repo_name|>": (151663, False),
-    "<|file_sep|>": (151664, False),
+    **{t: v for t, v in DREAM_SPECIAL_TOKENS.items() if v[0] <= 151664},  # Qwen2's, as Dream has them
     "<tool_response>": (151665, False),
     "</tool_response>": (151666, False),
     "<think>": (151667, False),
@@ -213,7 +194,7 @@ def write_sdar_checkpoint(
 
 # Qwen2.5's added tokens and Fast-dLLM v2's mask, the tokenizer's last token.
 FAST_DLLM_V2_SPECIAL_TOKENS: dict[str, tuple[int, bool]] = {
-    **{t: v for t, v in SDAR_SPECIAL_TOKENS.items() if v[0] <= 151664},
+    **{t: v for t, v in DREAM_SPECIAL_TOKENS.items() if v[0] <= 151664},
     "|<MASK>|": (151665, True),
 }
 FAST_DLLM_V2_MASK, FAST_DLLM_V2_STOP = 151665, 151645

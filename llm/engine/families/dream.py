@@ -7,29 +7,20 @@ the published examples use; `--confidence margin` is `alg="topk_margin"`, `proba
 from __future__ import annotations
 
 from llm.engine.config import ModelConfig
-from llm.engine.families.common import ids, prefixed
+from llm.engine.families.common import hf_shape, ids, prefixed
 
 
 def config(c: dict) -> ModelConfig:
     eos = ids(c.get("eos_token_id", 151643))
     return ModelConfig(
         model_type="dream",
-        vocab_size=int(c["vocab_size"]),
-        hidden_size=int(c["hidden_size"]),
-        num_layers=int(c["num_hidden_layers"]),
-        num_heads=int(c["num_attention_heads"]),
-        num_kv_heads=int(c.get("num_key_value_heads") or c["num_attention_heads"]),
-        intermediate_size=int(c["intermediate_size"]),
+        **hf_shape(c, rope_theta=10000.0, max_position=4096),
         mask_token_id=int(c.get("mask_token_id", 151666)),
         eos_token_ids=eos + [151645] * (int(c["vocab_size"]) > 151645),  # <|im_end|> ends a turn too
         pad_token_id=int(c.get("pad_token_id") or eos[0]),
-        rope_theta=float(c.get("rope_theta", 10000.0)),
-        rms_norm_eps=float(c.get("rms_norm_eps", 1e-6)),
         qkv_bias=True,
-        tie_embeddings=bool(c.get("tie_word_embeddings", False)),
         attention="bidirectional",
         shift_logits=True,
-        max_position=int(c.get("max_position_embeddings", 4096)),
         # Dream's own decoding (generation_utils.py, as its published examples call it): the whole canvas
         # at once, its timestep schedule, confidence by entropy
         extra={"generation": {"one_block": True, "schedule": "timesteps", "confidence": "entropy"}},

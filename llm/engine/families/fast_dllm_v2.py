@@ -12,43 +12,37 @@ mask token (151665) is in no config file: it is the tokenizer's `|<MASK>|`.
 from __future__ import annotations
 
 from llm.engine.config import ModelConfig
-from llm.engine.families.common import ids, prefixed
+from llm.engine.families.common import hf_shape, ids, prefixed
 
 MASK, IM_END, END_OF_TEXT = 151665, 151645, 151643
 SUB_BLOCK = 8
 
 
 def config(c: dict) -> ModelConfig:
-    if c.get("rope_scaling"):
-        raise ValueError(f"rope_scaling {c['rope_scaling']!r} is not supported")
     if c.get("use_sliding_window"):
         raise ValueError("use_sliding_window is not supported")
     block = int(c.get("bd_size", 32))
     return ModelConfig(
         model_type="fast_dllm_qwen",
         family="fast_dllm_v2",
-        vocab_size=int(c["vocab_size"]),
-        hidden_size=int(c["hidden_size"]),
-        num_layers=int(c["num_hidden_layers"]),
-        num_heads=int(c["num_attention_heads"]),
-        num_kv_heads=int(c.get("num_key_value_heads") or c["num_attention_heads"]),
-        intermediate_size=int(c["intermediate_size"]),
+        **hf_shape(c, rope_theta=1000000.0, max_position=32768),
         mask_token_id=MASK,
         eos_token_ids=ids(c.get("eos_token_id", IM_END)),
         pad_token_id=END_OF_TEXT,
-        rope_theta=float(c.get("rope_theta", 1000000.0)),
-        rms_norm_eps=float(c.get("rms_norm_eps", 1e-6)),
         qkv_bias=True,
-        tie_embeddings=bool(c.get("tie_word_embeddings", False)),
         attention="block",
         aligned_blocks=True,
         greedy_block_start=True,
         block_size=block,
         shift_logits=True,
-        max_position=int(c.get("max_position_embeddings", 32768)),
         extra={
-            "generation": {"block_length": block, "sub_block_length": 8, "threshold": 0.9, "cache": "block"}
-        },
+            "generation": {
+                "block_length": block,
+                "sub_block_length": SUB_BLOCK,
+                "threshold": 0.9,
+                "cache": "block",
+            }
+        },  # fmt: skip
     )
 
 

@@ -29,7 +29,7 @@ def config(c: dict) -> ModelConfig:
     )
 
 
-def names(cfg: ModelConfig, model=None) -> dict[str, str]:
+def names(cfg: ModelConfig, model) -> dict[str, str]:
     """Our parameter name -> LLaDA tensor name. ff_proj is the gate; ff_out is the down projection
     inside a block but the LM head at the top."""
     t = "model.transformer."

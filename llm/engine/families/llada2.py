@@ -14,36 +14,26 @@ from __future__ import annotations
 
 from llm.engine.config import ModelConfig, MoE
 from llm.engine.errors import CheckpointError
-from llm.engine.families.common import ids
+from llm.engine.families.common import hf_shape, ids
 
 MASK, END_OF_TEXT, BLOCK = 156895, 156892, 32
 
 
 def config(c: dict) -> ModelConfig:
-    if c.get("rope_scaling"):
-        raise ValueError(f"rope_scaling {c['rope_scaling']!r} is not supported")
     if c.get("score_function", "sigmoid") != "sigmoid":
         raise ValueError(f"score_function {c['score_function']!r} is not supported (sigmoid only)")
     if c.get("use_qkv_bias") or c.get("use_bias", True):
         raise ValueError("use_qkv_bias and use_bias must be false (LLaDA2.0's projections have no bias)")
-    heads = int(c["num_attention_heads"])
-    head_dim = int(c.get("head_dim") or int(c["hidden_size"]) // heads)
+    shape = hf_shape(c, rope_theta=600000.0, max_position=16384)
+    shape["head_dim"] = shape["head_dim"] or shape["hidden_size"] // shape["num_heads"]
     return ModelConfig(
         model_type="llada2_moe",
         family="llada2",
-        vocab_size=int(c["vocab_size"]),
-        hidden_size=int(c["hidden_size"]),
-        num_layers=int(c["num_hidden_layers"]),
-        num_heads=heads,
-        num_kv_heads=int(c.get("num_key_value_heads") or heads),
-        head_dim=head_dim,
-        rotary_dim=int(head_dim * float(c.get("partial_rotary_factor", 1.0))),
-        intermediate_size=int(c["intermediate_size"]),
+        **shape,
+        rotary_dim=int(shape["head_dim"] * float(c.get("partial_rotary_factor", 1.0))),
         mask_token_id=MASK,
         eos_token_ids=ids(c.get("eos_token_id", END_OF_TEXT)),
         pad_token_id=int(c.get("pad_token_id", END_OF_TEXT)),
-        rope_theta=float(c.get("rope_theta", 600000.0)),
-        rms_norm_eps=float(c.get("rms_norm_eps", 1e-6)),
         qk_norm=bool(c.get("use_qk_norm", True)),  # absent from the released config: the class's default
         moe=MoE(
             experts=int(c["num_experts"]),
@@ -55,12 +45,10 @@ def config(c: dict) -> ModelConfig:
             scaling=float(c.get("routed_scaling_factor", 1.0)),
             dense_layers=int(c.get("first_k_dense_replace", 0)),
         ),
-        tie_embeddings=bool(c.get("tie_word_embeddings", False)),
         attention="block",
         aligned_blocks=True,
         block_size=BLOCK,
         shift_logits=False,
-        max_position=int(c.get("max_position_embeddings", 16384)),
         extra={"generation": {"block_length": BLOCK, "threshold": 0.95, "cache": "block"}},
     )
 
