@@ -164,8 +164,9 @@ def parse_request(body, cfg: ModelConfig, limits: Limits) -> ChatRequest:
         params = GenerationParams(**knobs).resolve(cfg)
     except DecodingError as e:
         raise BadRequest(str(e)) from None
-    if params.steps > params.gen_length:  # a step commits at least one token: more steps is no work done
-        raise BadRequest(f"steps must be at most {params.gen_length} (max_tokens, in whole blocks)")
+    whole = params.blocks * params.block_length
+    if params.steps > whole:  # a step commits at least one token: more steps is no work done
+        raise BadRequest(f"steps must be at most {whole} (max_tokens, in whole blocks)")
     request = ChatRequest(messages, tools, params, _flag(body, "stream"), max_tokens, _stop(body.get("stop")))
     if problem := schema_problem(body, REQUEST_SCHEMA):  # what the checks above do not cover
         raise BadRequest(problem)
