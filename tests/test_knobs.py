@@ -22,8 +22,9 @@ from voice.cli.decoding import GROUP, decoding_knobs
 
 DECODING_COMMANDS = {"generate", "ask", "replay", "talk", "bench-llm"}
 # a value of each knob a request may set that the bundled block-8 model takes as it is
-VALID = {"gen_length": 16, "block_length": 8, "steps": 16, "threshold": 0.5, "factor": 1.5, "cache": "block",
-         "temperature": 0.5, "seed": 7, "early_stop": False, "ignore_eos": True}  # fmt: skip
+VALID = {"gen_length": 16, "block_length": 8, "sub_block_length": 4, "steps": 16, "threshold": 0.5,
+         "factor": 1.5, "schedule": "timesteps", "confidence": "margin", "cache": "block", "temperature": 0.5,
+         "seed": 7, "early_stop": False, "ignore_eos": True}  # fmt: skip
 
 
 def commands() -> dict[str, argparse.ArgumentParser]:
@@ -49,7 +50,7 @@ def test_every_decoding_command_takes_the_same_flags_with_the_same_help():
         assert not elsewhere, (name, elsewhere)
     replay = commands()["replay"]
     threshold = next(a for a in replay._actions if "--threshold" in a.option_strings)
-    assert threshold.help.startswith("commit every position at least this confident")
+    assert threshold.help.startswith("commit every position more confident than this")
     assert next(a for a in replay._actions if "--cache" in a.option_strings).choices == (
         "none", "prefix", "dual", "block")  # fmt: skip
 
