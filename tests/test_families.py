@@ -329,12 +329,18 @@ def test_replay_and_eval_llm_take_a_family_directory(tmp_path, sdar_dir):
 
     run = lambda *argv: subprocess.run([sys.executable, "-m", "voice.cli", *argv], cwd=tmp_path,  # noqa: E731
                                        capture_output=True, text=True, timeout=600)  # fmt: skip
-    done = run("replay", CALL, "--mode", "fast", "--llm-model", str(sdar_dir), "--out", "r", "--no-audio")
+    import soundfile as sf
+
+    from voice.audio import load_audio
+
+    sf.write(tmp_path / "turn.wav", load_audio(CALL).samples[: 6 * 16000], 16000)  # the call's first turn
+    done = run("replay", "turn.wav", "--mode", "fast", "--llm-model", str(sdar_dir), "--max-tokens", "12",
+               "--out", "r", "--no-audio")  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     turns = [json.loads(line) for line in (tmp_path / "r" / "turns.jsonl").read_text().splitlines()]
     assert turns and all(t["status"] in ("ok", "failed") for t in turns)
     done = run("eval-llm", "--model", str(sdar_dir), "--ar-model", "none", "-n", "2", "--default-only",
-               "--out", "e")  # fmt: skip
+               "--out-of-scope", "8", "--out", "e")  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert (tmp_path / "e" / "eval.json").is_file()
 

@@ -219,7 +219,7 @@ def agent_invented(engine: Engine, texts: list[str], params: GenerationParams) -
         aengine.close()
 
 
-def sweep(model_dir, ar_dir, n: int, out: Path, default_only: bool = False) -> dict:
+def sweep(model_dir, ar_dir, n: int, out: Path, default_only: bool = False, out_of_scope: int = 400) -> dict:
     """The whole evaluation; ``default_only`` skips the other decoding settings, so that a larger ``n``
     (a tighter interval around the target figures) fits in a few minutes."""
     engine = Engine(model_dir)
@@ -265,7 +265,7 @@ def sweep(model_dir, ar_dir, n: int, out: Path, default_only: bool = False) -> d
     for r in targets + [r for r in results if "unseen" in r.setting]:
         for line in [interval_line(r), *group_lines(r)]:
             print("  " + line)
-    oos = invented_order_facts(engine, default)
+    oos = invented_order_facts(engine, default, out_of_scope)
     print("real out-of-scope queries:", json.dumps(oos))
     out.mkdir(parents=True, exist_ok=True)
     summary = {
