@@ -165,16 +165,16 @@ def release_times(engine: Engine, prompt: list[int], params: GenerationParams) -
     block was finished (every position of the block committed, as SGLang releases text); ms from arrival.
     Returns the token texts and {"token": [...], "block": [...]}."""
     t0 = time.monotonic_ns()
-    tokens, emitted, committed = [], [], []
+    tokens, emitted = [], []
     for chunk in engine.stream(prompt, params):
         tokens += chunk.token_ids
         emitted += [(chunk.emit_ns - t0) / 1e6] * len(chunk.token_ids)
-        committed += [(t - t0) / 1e6 for t in chunk.commit_ns]
     b = params.resolve(engine.config).block_length
     origin = len(prompt) // b * b if engine.config.aligned_blocks else len(prompt)
     block_of = [(len(prompt) + i - origin) // b for i in range(len(tokens))]
-    finished = {k: max(max(c, e) for c, e, j in zip(committed, emitted, block_of, strict=True) if j == k)
-                for k in set(block_of)}  # fmt: skip
+    # a block is finished when its last token joins the final prefix (no token is released before it is
+    # committed, and blocks finish in order)
+    finished = {k: max(e for e, j in zip(emitted, block_of, strict=True) if j == k) for k in set(block_of)}
     texts = [engine.tokenizer.decode(tokens[: i + 1]) for i in range(len(tokens))]
     return texts, {"token": emitted, "block": [finished[k] for k in block_of]}
 

@@ -29,7 +29,6 @@ included. (``generate.py`` itself has no greedy path: it divides by the temperat
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -41,6 +40,7 @@ from tests.reference import (
     _added_tokens_decoder,
     _build_tokenizer,
     _lm_head,
+    _load_f64,
     _norm_weight,
     _normal,
     _rms_norm,
@@ -49,7 +49,6 @@ from tests.reference import (
     _silu,
     _softmax,
     _write_json,
-    load_state_dict,
 )
 
 # Qwen3's added tokens at their ids (tokenizer_config.json "added_tokens_decoder"), SDAR's mask last:
@@ -525,12 +524,7 @@ def _llada2_moe(x, sd, prefix: str, cfg: dict) -> torch.Tensor:
 def llada2_logits(path, ids: list[int], tail: int | None = None) -> torch.Tensor:
     """Raw logits [len(ids), vocab] in float64 of a LLaDA2-layout checkpoint, unshifted, blocks of 32
     counted from position 0; `tail` as in `block_logits`."""
-    key = str(Path(path).resolve())
-    if key not in _LOADED:
-        cfg = json.loads((Path(path) / "config.json").read_text())
-        _LOADED.clear()
-        _LOADED[key] = (cfg, {k: v.double() for k, v in load_state_dict(path).items()})
-    cfg, sd = _LOADED[key]
+    cfg, sd = _load_f64(path)
     eps = cfg["rms_norm_eps"]
     x = sd["model.word_embeddings.weight"][torch.tensor(ids)]
     for i in range(cfg["num_hidden_layers"]):
@@ -578,21 +572,13 @@ def _attention(xn, sd, prefix: str, cfg: dict, block: int) -> torch.Tensor:
     return torch.cat(outputs, -1) @ sd[prefix + "o_proj.weight"].T
 
 
-_LOADED: dict[str, tuple[dict, dict]] = {}
-
-
 @torch.no_grad()
 def block_logits(path, ids: list[int], block: int | None = None, tail: int | None = None) -> torch.Tensor:
     """Raw logits [len(ids), vocab] in float64 of an SDAR or Fast-dLLM v2 checkpoint, unshifted (row i is
     the output at position i), under the block-causal mask with blocks of `block` (the config's
     `block_size` or `bd_size`) counted from position 0. `tail`: only the last `tail` rows are computed
     (the LM head is most of the cost), the others are zeros."""
-    key = str(Path(path).resolve())
-    if key not in _LOADED:
-        cfg = json.loads((Path(path) / "config.json").read_text())
-        _LOADED.clear()
-        _LOADED[key] = (cfg, {k: v.double() for k, v in load_state_dict(path).items()})
-    cfg, sd = _LOADED[key]
+    cfg, sd = _load_f64(path)
     block, eps = block or cfg.get("block_size") or cfg["bd_size"], cfg["rms_norm_eps"]
     x = sd["model.embed_tokens.weight"][torch.tensor(ids)]
     for i in range(cfg["num_hidden_layers"]):
