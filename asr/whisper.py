@@ -104,6 +104,13 @@ class Transcript:
     encoding: object = field(default=None, repr=False, compare=False)  # a fitted window's, for its n-best
 
 
+@dataclass
+class Word:
+    text: str
+    start_s: float  # from the start of the audio
+    end_s: float
+
+
 class Transcriber:
     """`Transcriber().transcribe(audio_16k_float32)` -> Transcript.
 
@@ -205,15 +212,26 @@ class Transcriber:
         ms = first.compute_ms + (time.perf_counter() - start) * 1e3
         return Transcript(text, first.seconds, ms, passes)
 
+    def words(self, audio: np.ndarray) -> list[Word]:
+        """The words of `audio` with their times, at 30 s windows (how `ttfat probe` hears an agent)."""
+        import numpy as np
+
+        segments = self._segments(audio.astype(np.float32, copy=False), word_timestamps=True)
+        return [Word(w.word.strip(), w.start, w.end) for s in segments for w in (s.words or [])]
+
     def _full(self, audio: np.ndarray) -> str:
+        return " ".join(s.text.strip() for s in self._segments(audio)).strip()
+
+    def _segments(self, audio: np.ndarray, **more) -> list:
         segments, _ = self.model.transcribe(
             audio,
             language=None if self.english_only else "en",
             beam_size=self.beam_size,
             condition_on_previous_text=False,
             vad_filter=False,
+            **more,
         )
-        return " ".join(s.text.strip() for s in segments).strip()
+        return list(segments)
 
     def _window(self, seconds: float) -> int:
         return min(FULL_WINDOW_S, max(self.min_window_s, math.ceil(seconds + self.margin_s)))

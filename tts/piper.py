@@ -7,6 +7,7 @@ flow and a decoder that only ever look a few frames either side. So the voice's 
 at the flow's input: the phoneme half runs once per sentence (cheap), the audio half runs on pieces
 of the latent with `CONTEXT_FRAMES` of context each side, and the first piece of audio is ready after
 a fraction of the sentence's compute. The pieces join to the whole-sentence audio to within rounding.
+Each sentence starts where it first sounds: the voice leads with silence that would be heard as wait.
 """
 
 from __future__ import annotations
@@ -22,6 +23,10 @@ FIRST_FRAMES = 32  # the first piece: 32 latent frames, 0.37 s at 22050 Hz (abou
 GROWTH = 3  # each later piece is this much longer: fewer pieces, less context computed twice
 CONTEXT_FRAMES = 32  # the flow and the decoder see this far past a piece's edges (16 is audibly not enough)
 _MAX_INT16 = 32767
+# piper's voice leads each sentence with up to 80 ms of silence (-90 to -110 dBFS) that a caller hears as
+# wait: a sentence's audio starts LEAD_KEPT_S before its first 5 ms above LEAD_DB
+LEAD_DB = -60.0
+LEAD_KEPT_S = 0.01
 
 
 class VoiceError(RuntimeError):
@@ -85,6 +90,16 @@ def split_voice(path: Path) -> tuple[bytes, bytes, list[str]] | None:
     if sorted(i.name for i in back.graph.input) != sorted(between):
         return None
     return front.SerializeToString(), back.SerializeToString(), between
+
+
+def trim_lead(audio: np.ndarray, rate: int) -> np.ndarray:
+    """`audio` (float, or int16) less its leading silence (`LEAD_DB`, `LEAD_KEPT_S`); all of it when it
+    never sounds."""
+    n = rate // 200
+    scale = 32768.0 if audio.dtype.kind == "i" else 1.0
+    frames = audio[: len(audio) // n * n].reshape(-1, n).astype(np.float64) / scale
+    loud = np.nonzero(10 * np.log10(np.mean(frames**2, axis=1) + 1e-12) > LEAD_DB)[0]
+    return audio[max(0, loud[0] * n - int(LEAD_KEPT_S * rate)) :] if len(loud) else audio
 
 
 def _to_peak(audio: np.ndarray) -> np.ndarray:
@@ -161,9 +176,12 @@ class Synthesizer:
         return np.clip(audio * self.config.volume * _MAX_INT16, -_MAX_INT16, _MAX_INT16).astype(np.int16)
 
     def _sentences(self, text: str, whole: bool) -> Iterator[np.ndarray]:
+        """Each sentence's audio in pieces (`whole`: one), less its leading silence (`trim_lead`)."""
         for phonemes in self.voice.phonemize(text):
             if phonemes:
-                yield from self._pieces(self.voice.phonemes_to_ids(phonemes), whole)  # `whole`: one piece
+                pieces = self._pieces(self.voice.phonemes_to_ids(phonemes), whole)
+                yield trim_lead(next(pieces), self.sample_rate)
+                yield from pieces
 
     def _pieces(self, ids: list[int], whole: bool) -> Iterator[np.ndarray]:
         config, voice = self.config, self.voice.config

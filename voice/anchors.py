@@ -26,10 +26,11 @@ class Anchor:
     console: bool = False  # shown per turn in `ttfat talk`
     speculative_after: tuple[str, ...] | None = None  # `after` in a turn answered speculatively
     waits: str | None = None  # the work a caller still waits on until this anchor (`waiting_on`)
+    outside: bool = False  # seen from outside, in the audio both ways (`ttfat probe`, voice/probe/)
 
 
 ANCHORS: tuple[Anchor, ...] = (
-    Anchor("t0", None, "end of speech", reported=False),
+    Anchor("t0", None, "end of speech", reported=False, outside=True),
     Anchor(
         "endpoint", "endpoint_ms", "endpoint delay", ("t0",), stage=("endpoint_ms", "endpoint"), console=True
     ),
@@ -67,7 +68,9 @@ ANCHORS: tuple[Anchor, ...] = (
     ),  # fmt: skip
     Anchor("llm_done", "llm_done_ms", "LLM done", ("first_useful_token",), reported=False),
     Anchor("tts_first_audio", "tts_first_audio_ms", "TTS first audio", ("first_answer_token",), waits="TTS"),
-    Anchor("first_audio_heard", "first_audio_ms", "first audio heard", ("endpoint", "llm_request")),
+    Anchor(
+        "first_audio_heard", "first_audio_ms", "first audio heard", ("endpoint", "llm_request"), outside=True
+    ),
     Anchor(
         "first_useful_audio_heard",
         "first_useful_audio_ms",
@@ -76,6 +79,7 @@ ANCHORS: tuple[Anchor, ...] = (
         stage=("speech_stage_ms", "TTS + playback start"),
         console=True,
         waits="playback",
+        outside=True,
     ),  # fmt: skip
     Anchor(
         "last_audio_heard",
@@ -83,6 +87,7 @@ ANCHORS: tuple[Anchor, ...] = (
         "complete answer heard",
         ("first_useful_audio_heard",),
         stage=("playing_stage_ms", "answer playing"),
+        outside=True,
     ),  # fmt: skip
 )
 BY_NAME = {a.name: a for a in ANCHORS}
@@ -110,3 +115,7 @@ def _stages() -> tuple[Stage, ...]:
 
 
 STAGES = _stages()
+# What a probe measures (voice/probe/): the anchors seen from outside and the stages between two of them.
+OUTSIDE = {a.metric for a in ANCHORS if a.outside and a.metric} | {
+    s.key for s in STAGES if s.start and BY_NAME[s.start].outside and BY_NAME[s.end].outside
+}

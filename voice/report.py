@@ -14,7 +14,7 @@ import math
 import re
 import textwrap
 
-from voice.anchors import ANCHORS, HEADLINE, STAGES
+from voice.anchors import ANCHORS, HEADLINE, OUTSIDE, STAGES
 from voice.timeline import STATUSES, stage_durations, tool_ms
 
 INF = float("inf")
@@ -31,6 +31,11 @@ LEGEND = (
     "TTFAT counts from t0, the end of the caller's speech. LLM TTFAT counts from the LLM request of the "
     "call that answered, as Pipecat's TTFAT does; LLM wait is how long the caller waited on the LLM "
     "(tool runs excluded), and its share is that wait over first useful audio heard."
+)
+OUTSIDE_LEGEND = (
+    "Measured from outside (ttfat probe): the caller's audio sent and the agent's audio as a phone plays it. "
+    "The endpoint, ASR, the LLM (TTFAT), tools and TTS happen inside the agent and are not seen: their rows "
+    "are left out, as are the caller's words as the agent heard them (WER) and its tool calls."
 )
 DIGIT_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 
@@ -69,24 +74,34 @@ def stats(values: list[float], digits: int = 1) -> dict:
             "n": len(values)}  # fmt: skip
 
 
+def measured_from(turns: list[dict]) -> str:
+    """"outside" for a probe's run (voice/probe/): only what the audio shows was measured."""
+    return "outside" if any(t.get("measured_from") == "outside" for t in turns) else "inside"
+
+
 def summarize(turns: list[dict], environment: dict | None = None) -> dict:
-    """Everything summary.json holds; `ttfat report` prints it."""
+    """Everything summary.json holds; `ttfat report` prints it. A probe's run has no figures for what
+    cannot be seen from outside (`unseen`): absent, not zero, not inf."""
     statuses = {s: sum(t["status"] == s for t in turns) for s in STATUSES}
     keys = [k for k, _ in LATENCY] + [k for k, _, _ in DURATIONS]
+    outside = measured_from(turns) == "outside"
+    unseen = [k for k in dict.fromkeys(keys) if k not in OUTSIDE] if outside else []
     with_llm_calls = [t for t in turns if t.get("llm_calls")]
     return {
         "turns": len(turns),
         "calls": len({t["call"] for t in turns}),
         "success_rate": round(statuses["ok"] / len(turns), 4) if turns else None,
         "statuses": statuses,
-        "metrics": {key: stats(metric_values(turns, key)) for key in dict.fromkeys(keys)},
+        "measured_from": "outside" if outside else "inside",
+        "unseen": unseen,
+        "metrics": {k: stats([] if k in unseen else metric_values(turns, k)) for k in dict.fromkeys(keys)},
         "llm_share": stats([t["llm_share"] for t in turns if t.get("llm_share") is not None], 4),
         "answered_by_agent": sum(t.get("answered_by") == "agent" for t in turns),  # no LLM TTFAT
         "server_timings": {
             "turns": sum(bool(t.get("server_timings")) for t in with_llm_calls),
             "of": len(with_llm_calls),
         },  # fmt: skip
-        "quality": quality(turns),
+        "quality": quality(turns, outside),
         "order_violations": sum(bool(t.get("order_violations")) for t in turns),
         "errors": sorted({t["error"] for t in turns if t.get("error")})[:20],
         "environment": environment or {},
@@ -172,8 +187,10 @@ def facts_correct(turn: dict, facts: list[str | dict]) -> bool:
     return all(fact_stated(answer, f) for f in facts)
 
 
-def quality(turns: list[dict]) -> dict:
-    """WER against reference transcripts, tool-call and fact accuracy against the manifest."""
+def quality(turns: list[dict], outside: bool = False) -> dict:
+    """WER against reference transcripts, tool-call and fact accuracy against the manifest. From
+    `outside` (a probe) the agent's transcript and tool calls are not seen: only the facts of the answer
+    it was heard saying are checked."""
     ref = [t for t in turns if t.get("reference")]
     with_facts = [t for t in ref if t["reference"].get("facts")]
     t0_errors = [abs(t["t0_error_ms"]) for t in ref if t.get("t0_error_ms") is not None]
@@ -183,8 +200,8 @@ def quality(turns: list[dict]) -> dict:
     facts_ok = sum(facts_correct(t, t["reference"]["facts"]) for t in with_facts)
     return {
         "turns_with_reference": len(ref),
-        "wer": None if word_error is None else round(word_error, 4),
-        "tool_call_accuracy": rate(tools_ok, len(ref)),
+        "wer": None if word_error is None or outside else round(word_error, 4),
+        "tool_call_accuracy": None if outside else rate(tools_ok, len(ref)),
         "fact_accuracy": rate(facts_ok, len(with_facts)),
         "turns_with_facts": len(with_facts),
         "t0_error_ms": stats(t0_errors),
@@ -232,23 +249,28 @@ def llm_share_line(summary: dict) -> str:
 
 
 def text_report(summary: dict) -> str:
-    metrics = summary["metrics"]
+    metrics, unseen = summary["metrics"], set(summary.get("unseen", ()))  # older summaries lack it
+    latency = [(k, label, "from t0", metrics[k]) for k, label in LATENCY if k not in unseen]
+    durations = [(k, label, what, metrics[k]) for k, label, what in DURATIONS if k not in unseen]
     lines = [
         f"{summary['calls']} calls, {summary['turns']} turns, success {pct(summary['success_rate'])} "
         f"({', '.join(f'{k} {v}' for k, v in summary['statuses'].items() if v)})",
         "",
-        *_table("metric (ms)", [(k, label, "from t0", metrics[k]) for k, label in LATENCY]),
+        *_table("metric (ms)", latency),
         "",
-        *_table("where the wait went (ms)", [(k, label, what, metrics[k]) for k, label, what in DURATIONS]),
-        llm_share_line(summary),
-        *textwrap.wrap(LEGEND, 110),
+        *_table("where the wait went (ms)", durations),
     ]
+    if unseen:
+        lines += textwrap.wrap(OUTSIDE_LEGEND, 110)
+    else:
+        lines += [llm_share_line(summary), *textwrap.wrap(LEGEND, 110)]
     q = summary["quality"]
     t0 = q["t0_error_ms"]
+    seen = lambda v: "not seen" if unseen else pct(v)  # noqa: E731
     lines += [
         "",
-        f"quality ({q['turns_with_reference']} turns with a reference): WER {pct(q['wer'])}, "
-        f"tool calls {pct(q['tool_call_accuracy'])}, answer facts {pct(q['fact_accuracy'])} "
+        f"quality ({q['turns_with_reference']} turns with a reference): WER {seen(q['wer'])}, "
+        f"tool calls {seen(q['tool_call_accuracy'])}, answer facts {pct(q['fact_accuracy'])} "
         f"(of {q['turns_with_facts']}), t0 error p50 {fmt(t0['p50'])} ms / max {fmt(t0['max'])} ms",
     ]
     if summary["order_violations"]:

@@ -16,9 +16,11 @@ from voice.cli import (
     eval_llm,
     generate,
     manifest,
+    probe,
     replay,
     report,
     serve,
+    serve_agent,
     talk,
     train,
 )
@@ -29,6 +31,8 @@ COMMANDS = (
     compare,
     manifest,
     talk,
+    serve_agent,
+    probe,
     collect,
     serve,
     ask,
@@ -70,13 +74,15 @@ def user_errors() -> tuple[type[Exception], ...]:
     from tts.piper import VoiceError
     from voice.audio import AudioError
     from voice.live import AudioDeviceError
+    from voice.probe.session import ProbeConnectError
     from voice.replay import ManifestError
     from voice.runlog import RunDirError
     from voice.settings import SettingsError
+    from voice.telephony import WireError
 
     return (AsrModelError, AgentFileError, CheckpointError, DecodingError, EndpointError, ServerStartError,
             ModelNotFound, VoiceError, AudioError, AudioDeviceError, ManifestError, RunDirError,
-            SettingsError)  # fmt: skip
+            SettingsError, ProbeConnectError, WireError)  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,102 @@
+"""Media-stream peers for `ttfat probe`'s tests: real WebSocket servers on loopback, each misbehaving (or
+behaving) the one way a test needs, in a thread of their own.
+
+- `speaks`: after each caller turn (our turn detector on what it receives), says a filler and then an
+  answer, in the bundled piper voice, as μ-law media messages sent at once (a provider buffers them);
+  it records when each was sent, so a test knows when the answer really started;
+- `silent`: listens, never speaks;
+- `hangs_up`: closes the call `after_s` into it;
+- `garbage` / `oversized`: sends a message that is not JSON / one larger than a probe accepts;
+- `refuses`: fails the WebSocket handshake (HTTP 403).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from voice.audio import RATE, resample, to_float
+from voice.telephony import Media, Twilio
+from voice.turns import Turn, TurnDetector
+
+FILLER, ANSWER = "One moment.", "Your order shipped on Monday and arrives on Friday."
+
+
+@dataclass
+class Peer:
+    behaviour: str
+    after_s: float = 1.0
+    voice: object = None  # tts.piper.Synthesizer, for `speaks`
+    url: str = ""
+    sent: list[tuple[int, str]] = field(default_factory=list)  # (monotonic ns, what) of each reply
+    _loop: asyncio.AbstractEventLoop | None = None
+    _stop: asyncio.Event | None = None
+
+    def __enter__(self) -> Peer:
+        if self.behaviour == "speaks":  # made once, before any call: the reply is sent at once
+            rate = self.voice.sample_rate
+            self.clips = [(t, resample(to_float(self.voice.speak(t).audio), rate, Twilio.rate))
+                          for t in (FILLER, ANSWER)]  # fmt: skip
+        ready = threading.Event()
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._serve(ready)), daemon=True)
+        self._thread.start()
+        if not ready.wait(10):
+            raise RuntimeError("the peer did not start")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(10)
+
+    async def _serve(self, ready: threading.Event) -> None:
+        from websockets.asyncio.server import serve
+
+        self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
+
+        def refuse(connection, request):
+            return connection.respond(403, "no calls here\n") if self.behaviour == "refuses" else None
+
+        async with serve(self._call, "127.0.0.1", 0, process_request=refuse, max_size=None) as server:
+            self.url = f"ws://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
+            ready.set()
+            await self._stop.wait()
+
+    async def _call(self, ws) -> None:
+        start = time.monotonic()
+        wire = Twilio()
+        detector = TurnDetector(RATE)
+        buffer = np.zeros(0, np.float32)
+        with contextlib.suppress(Exception):
+            async for message in ws:
+                elapsed = time.monotonic() - start
+                if self.behaviour == "hangs_up" and elapsed > self.after_s:
+                    await ws.close(1011, "scripted hang-up")
+                    return
+                if self.behaviour == "garbage" and elapsed > self.after_s:
+                    await ws.send("this is not JSON")
+                if self.behaviour == "oversized" and elapsed > self.after_s:
+                    await ws.send("x" * (2 << 20))
+                if self.behaviour != "speaks":
+                    continue
+                parsed = wire.parse(message)
+                if not isinstance(parsed, Media):
+                    continue
+                buffer = np.concatenate([buffer, resample(parsed.samples, wire.rate, RATE)])
+                while len(buffer) >= detector.frame_len:
+                    event = detector.push(buffer[: detector.frame_len])
+                    buffer = buffer[detector.frame_len :]
+                    if isinstance(event, Turn):
+                        await self._reply(ws, wire)
+
+    async def _reply(self, ws, wire: Twilio) -> None:
+        silence = np.zeros(wire.rate // 2, np.float32)  # half a second between the two
+        for text, line in self.clips:
+            self.sent.append((time.monotonic_ns(), text))
+            for audio in (line, silence):
+                for i in range(0, len(audio), 160):
+                    await ws.send(wire.agent_media(audio[i : i + 160]))
