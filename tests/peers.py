@@ -2,10 +2,11 @@
 behaving) the one way a test needs, in a thread of their own.
 
 - `speaks`: after each caller turn (our turn detector on what it receives), says a filler and then an
-  answer, in the bundled piper voice, as μ-law media messages sent at once (a provider buffers them);
-  it records when each was sent, so a test knows when the answer really started;
+  answer, in the bundled piper voice, as μ-law media messages sent at once (a provider buffers them),
+  and `clear`s them when the caller starts speaking over it; it records when it sent each, so a test
+  knows when the answer really started;
 - `silent`: listens, never speaks;
-- `hangs_up`: closes the call `after_s` into it;
+- `hangs_up`: closes its first call `after_s` into it; later calls it only listens to;
 - `garbage` / `oversized`: sends a message that is not JSON / one larger than a probe accepts;
 - `refuses`: fails the WebSocket handshake (HTTP 403).
 """
@@ -21,10 +22,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from voice.audio import RATE, resample, to_float
+from voice.settings import VadConfig
 from voice.telephony import Media, Twilio
 from voice.turns import Turn, TurnDetector
 
-FILLER, ANSWER = "One moment.", "Your order shipped on Monday and arrives on Friday."
+FILLER = "One moment."
+ANSWER = "Your order shipped on Monday with DHL, and it should arrive on Friday, December fourth."
+GAP_S = 0.5  # of silence between the filler and the answer
 
 
 @dataclass
@@ -34,6 +38,8 @@ class Peer:
     voice: object = None  # tts.piper.Synthesizer, for `speaks`
     url: str = ""
     sent: list[tuple[int, str]] = field(default_factory=list)  # (monotonic ns, what) of each reply
+    cleared: list[int] = field(default_factory=list)  # when it stopped for the caller (monotonic ns)
+    calls: int = 0
     _loop: asyncio.AbstractEventLoop | None = None
     _stop: asyncio.Event | None = None
 
@@ -68,13 +74,16 @@ class Peer:
 
     async def _call(self, ws) -> None:
         start = time.monotonic()
+        self.calls += 1
+        first = self.calls == 1
         wire = Twilio()
-        detector = TurnDetector(RATE)
+        detector = TurnDetector(RATE, VadConfig(end_ms=600))  # a caller's short pause does not end a turn
         buffer = np.zeros(0, np.float32)
+        speaking_until = 0  # monotonic ns: when what it sent ends playing
         with contextlib.suppress(Exception):
             async for message in ws:
                 elapsed = time.monotonic() - start
-                if self.behaviour == "hangs_up" and elapsed > self.after_s:
+                if self.behaviour == "hangs_up" and first and elapsed > self.after_s:
                     await ws.close(1011, "scripted hang-up")
                     return
                 if self.behaviour == "garbage" and elapsed > self.after_s:
@@ -88,15 +97,23 @@ class Peer:
                     continue
                 buffer = np.concatenate([buffer, resample(parsed.samples, wire.rate, RATE)])
                 while len(buffer) >= detector.frame_len:
+                    was_in_turn = detector.in_turn
                     event = detector.push(buffer[: detector.frame_len])
                     buffer = buffer[detector.frame_len :]
                     if isinstance(event, Turn):
-                        await self._reply(ws, wire)
+                        speaking_until = await self._reply(ws, wire)
+                    elif detector.in_turn and not was_in_turn and time.monotonic_ns() < speaking_until:
+                        await ws.send(wire.clear())  # the caller barged in
+                        self.cleared.append(time.monotonic_ns())
+                        speaking_until = 0
 
-    async def _reply(self, ws, wire: Twilio) -> None:
-        silence = np.zeros(wire.rate // 2, np.float32)  # half a second between the two
+    async def _reply(self, ws, wire: Twilio) -> int:
+        """Send the filler, a gap and the answer at once; returns when they end playing."""
+        silence = np.zeros(int(wire.rate * GAP_S), np.float32)
+        start = time.monotonic_ns()
         for text, line in self.clips:
             self.sent.append((time.monotonic_ns(), text))
             for audio in (line, silence):
                 for i in range(0, len(audio), 160):
                     await ws.send(wire.agent_media(audio[i : i + 160]))
+        return start + sum(len(line) + len(silence) for _, line in self.clips) * 1_000_000_000 // wire.rate

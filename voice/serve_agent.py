@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -27,8 +28,9 @@ from voice.telephony import Media, Start, Stop, Twilio, WireError
 from voice.turns import TurnDetector
 
 
-async def answer_call(ws, stages: Stages, settings: Settings, log: RunLog, number: int) -> None:
-    """One connection: wait for `start`, then run the call until the caller hangs up."""
+async def answer_call(ws, stages: Stages, settings: Settings, log: RunLog, number: int) -> bool:
+    """One connection: wait for `start`, then run the call until the caller hangs up. Whether it was a
+    call (a connection closed before `start` is not)."""
     from websockets.exceptions import ConnectionClosed
 
     wire = Twilio()
@@ -53,13 +55,14 @@ async def answer_call(ws, stages: Stages, settings: Settings, log: RunLog, numbe
             call.timeline.emit(-1, "line_error", error=str(e))
     source.end()
     if running is None:
-        return
+        return False
     running.cancel()  # the caller hung up: turns still running are recorded as cut short
     with contextlib.suppress(asyncio.CancelledError):
         await running
     if call.audio:
         await asyncio.to_thread(log.write_audio, call.timeline, call.audio)
     log.call_done(call.name)
+    return True
 
 
 async def _run(call: Call, source: LineSource, stages: Stages) -> None:
@@ -85,7 +88,7 @@ async def serve(
     mirrors: Sequence = (),
     ready: Callable[[str], None] = print,
 ) -> dict:
-    """Serve until cancelled (Ctrl-C, SIGTERM); returns the run's summary. `ready` gets the URL once
+    """Serve until Ctrl-C, SIGTERM or cancelled; returns the run's summary. `ready` gets the URL once
     the socket listens."""
     from websockets.asyncio.server import serve as ws_serve
 
@@ -98,14 +101,17 @@ async def serve(
 
         async def handler(ws) -> None:
             nonlocal calls
-            calls += 1
-            await answer_call(ws, stages, settings, log, calls)
+            calls += await answer_call(ws, stages, settings, log, calls + 1)
 
+        stop = asyncio.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):  # even where a shell started us with SIGINT ignored
+            with contextlib.suppress(NotImplementedError, ValueError, RuntimeError):  # not the main thread
+                asyncio.get_running_loop().add_signal_handler(sig, stop.set)
         try:
             async with ws_serve(handler, host, port, compression=None, ping_interval=None) as server:
                 bound = server.sockets[0].getsockname()
                 ready(f"ws://{_host(host)}:{bound[1]}/")
-                await asyncio.Future()  # until cancelled
+                await stop.wait()
         except asyncio.CancelledError:
             pass
         finally:

@@ -7,9 +7,10 @@ next turn's t0 (the last: to the end of the call); sound still playing at t0 bel
 before. In it:
 - first audio heard: the first 10 ms of sound (`SILENT_DB`);
 - first useful audio heard: the agent's audio is transcribed with word timestamps, its words cut into
-  clauses by the same chunker and filler rule as our own pipeline (voice/chunker.py), and the first
-  clause that is not filler starts at its first word, moved to the onset of sound nearest to it
-  (Whisper's word times are tens of ms off; a clause of speech starts after a gap);
+  clauses by the same chunker and filler rule as our own pipeline (voice/chunker.py), and also where
+  sound starts again after a silence (a voice pauses between clauses; Whisper may not write the
+  stop), and the first clause that is not filler starts at its first word, moved to the onset of sound
+  nearest to it (Whisper's word times are tens of ms off);
 - complete answer heard: the end of its last sound.
 A caller who starts a turn while the agent is heard barges in: the record says whether the agent fell
 silent before the caller's turn ended, and how long after the caller started.
@@ -20,6 +21,7 @@ zero; the record's `measured_from` says so and the report leaves those rows out.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -174,12 +176,19 @@ async def _answer(heard: Heard, t0: int, hi: int, listener: Listener) -> Answer:
     anchors = {"first_audio_heard": first, "last_audio_heard": last}
     begin = max(lo, first - GAP_FRAMES)
     words = await listener.words_of(heard.audio[begin * FRAME : min(hi, last + GAP_FRAMES) * FRAME])
+    starts = [begin + round(w.start_s * 100) for w in words]
+    onsets = heard.onsets(first, last)
+    # a word that starts where sound starts after a silence begins a clause, whatever Whisper's
+    # punctuation says ("One moment your order shipped": two clauses, said half a second apart)
+    nearest = [min(range(len(starts)), key=lambda i: abs(starts[i] - o)) for o in onsets[1:] if starts]
+    cuts = {i for i, o in zip(nearest, onsets[1:], strict=False) if abs(starts[i] - o) <= SNAP_FRAMES}
     chunker = Chunker(listener.min_words, listener.fillers)
     clauses = []
-    for w in words:
-        clauses += chunker.feed(w.text + " ", begin + round(w.start_s * 100))
+    for i, (w, start) in enumerate(zip(words, starts, strict=True)):
+        if i in cuts:
+            clauses += chunker.flush()
+        clauses += chunker.feed(w.text + " ", start)
     clauses += chunker.flush()
-    onsets = heard.onsets(first, last)
     spans = []
     for i, clause in enumerate(clauses):
         start = _snap(clause.first_token_ns, onsets) if i else first
@@ -190,7 +199,19 @@ async def _answer(heard: Heard, t0: int, hi: int, listener: Listener) -> Answer:
     if useful is not None:
         anchors["first_useful_audio_heard"] = useful["heard"]
     why = None if useful else ("only filler was heard" if spans else "sound, but no words, was heard")
-    return Answer(anchors, " ".join(s["text"] for s in spans), spans, why)
+    return Answer(anchors, as_spoken(" ".join(s["text"] for s in spans)), spans, why)
+
+
+def as_spoken(text: str) -> str:
+    """Whisper's written numbers as they were said ("$70" -> "seventy dollars", "5th" -> "fifth", "59"
+    -> "fifty nine"), so the answer reads as the manifests' facts are written; numbers of four digits
+    or more stay digits (order numbers are said digit by digit)."""
+    from llm.support.spoken import money, number, ordinal
+
+    cents = lambda m: int(m[1]) * 100 + int(m[2] or 0)  # noqa: E731
+    text = re.sub(r"\$(\d{1,3})(?:\.(\d\d))?\b", lambda m: money(cents(m)), text)
+    text = re.sub(r"\b(\d{1,3})(?:st|nd|rd|th)\b", lambda m: ordinal(int(m[1])), text)
+    return re.sub(r"\b\d{1,3}\b", lambda m: number(int(m[0])), text)
 
 
 def _snap(frame: int, onsets: list[int]) -> int:

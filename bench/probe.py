@@ -1,0 +1,84 @@
+"""The probe checked against truth (issue 48): `ttfat serve-agent` on loopback, `ttfat probe` calling it with
+recordings/, and each turn's first useful audio heard as the probe measured it from outside beside the
+agent's own record of the same turn. The target: within 30 ms at p50 and 80 ms at p95 (of |probe - agent|).
+Also prints both runs' headline figures and the probe's report.
+
+    python bench/probe.py [--calls 14] [--concurrency 1] [--protocol twilio] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from voice.environment import cpu_name
+from voice.probe.agreement import joined
+from voice.replay import find_calls
+from voice.report import percentile
+from voice.runlog import read_run
+
+ROOT = Path(__file__).resolve().parents[1]
+TTFAT = [sys.executable, "-m", "voice.cli"]
+
+
+def manifest(out: Path, n: int) -> Path:
+    """The first `n` calls of recordings/ as a manifest of their own (references kept)."""
+    lines = (ROOT / "recordings" / "manifest.jsonl").read_text().splitlines()[:n]
+    rows = [{**row, "file": str(ROOT / "recordings" / row["file"])} for row in map(json.loads, lines)]
+    path = out / "manifest.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--calls", type=int, default=len(find_calls(["recordings"])))
+    ap.add_argument("--concurrency", type=int, default=1)
+    ap.add_argument("--protocol", default="twilio", choices=("twilio",))  # serve-agent speaks twilio
+    ap.add_argument("--keep", help="keep both run directories here")
+    args = ap.parse_args()
+    work = Path(args.keep or tempfile.mkdtemp(prefix="ttfat-probe-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    agent_dir, probe_dir = work / "agent", work / "probe"
+    agent = subprocess.Popen([*TTFAT, "serve-agent", "--port", "0", "--out", str(agent_dir)], cwd=ROOT,
+                             stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        url = agent.stdout.readline().strip()
+        if not url.startswith("ws://"):
+            sys.exit(f"serve-agent did not start (it printed {url!r})")
+        subprocess.run([*TTFAT, "probe", url, str(manifest(work, args.calls)), "--out", str(probe_dir),
+                        "--force", "--concurrency", str(args.concurrency), "--protocol", args.protocol],
+                       cwd=ROOT, check=True)  # fmt: skip
+    finally:
+        agent.send_signal(signal.SIGINT)
+        agent.wait(120)
+    probe, summary = read_run(probe_dir)
+    ours, agent_summary = read_run(agent_dir)
+    rows = joined(probe, ours)
+    gaps = [abs(r["difference_ms"]) for r in rows]
+    cores = summary["environment"]["hardware"]["cores"]
+    print(f"\n# probe vs the agent's own records: {cpu_name()}, {cores} cores; {args.calls} calls of "
+          f"recordings/, concurrency {args.concurrency}, {args.protocol}")  # fmt: skip
+    ok = summary["statuses"]["ok"]
+    print(f"turns: probe {len(probe)} (ok {ok}), agent {len(ours)}, joined {len(rows)}")
+    if gaps:
+        signed = sorted(r["difference_ms"] for r in rows)
+        print(f"|probe - agent| first useful audio heard: p50 {percentile(gaps, 50):.0f} ms, "
+              f"p95 {percentile(gaps, 95):.0f} ms, max {max(gaps):.0f} ms (targets 30 / 80); "
+              f"signed p50 {percentile(signed, 50):+.0f} ms")  # fmt: skip
+    for name, s in (("probe (outside)", summary), ("agent (its own records)", agent_summary)):
+        m = s["metrics"]["first_useful_audio_ms"]
+        print(f"{name:<24} first useful audio heard p50 {m['p50']} / p95 {m['p95']} ms, "
+              f"success {s['success_rate']}")  # fmt: skip
+    worst = sorted(rows, key=lambda r: -abs(r["difference_ms"]))[:5]
+    print("largest:", ", ".join(f"{r['call']} {r['turn']} {r['difference_ms']:+.0f} ms" for r in worst))
+    print(f"run directories: {probe_dir} {agent_dir}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,193 @@
+"""`ttfat probe` against real WebSocket peers on loopback (tests/peers.py: one that speaks a filler and an
+answer and stops when the caller barges in, and broken ones), and against our own agent served by
+`ttfat serve-agent`, whose own records are the truth the probe must agree with."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from asr.whisper import Transcriber
+from tests.peers import FILLER, GAP_S, Peer
+from tts.piper import Synthesizer
+from voice.audio import load_audio
+from voice.probe.agreement import joined
+from voice.probe.listening import Listener
+from voice.probe.playout import Playout
+from voice.probe.run import Line, run
+from voice.replay import find_calls
+from voice.report import percentile
+from voice.runlog import read_run
+from voice.telephony import Twilio, ulaw_decode, ulaw_encode
+
+ROOT = Path(__file__).resolve().parents[1]
+TTFAT = [sys.executable, "-m", "voice.cli"]
+
+
+@pytest.fixture(scope="module")
+def listener() -> Listener:
+    transcriber = Transcriber()
+
+    async def words_of(audio):
+        return await asyncio.to_thread(transcriber.words, audio)
+
+    return Listener(words_of)
+
+
+def clip(folder: Path, call: str, seconds: float, name: str | None = None) -> Path:
+    """The first `seconds` of a bundled recording, with a manifest of the turns it holds."""
+    (c,) = [c for c in find_calls([str(ROOT / "recordings")]) if c.name == call]
+    name = name or f"{call}-{seconds:g}s"
+    folder.mkdir(parents=True, exist_ok=True)
+    sf.write(folder / f"{name}.wav", load_audio(c.path, c.channel).samples[: int(seconds * 16000)], 16000)
+    turns = [t for t in c.reference if t["speech_end_s"] < seconds]
+    with open(folder / "manifest.jsonl", "a") as f:
+        f.write(json.dumps({"call": name, "file": f"{name}.wav", "turns": turns}) + "\n")
+    return folder
+
+
+def probe(url: str, folder: Path, out: Path, listener: Listener, concurrency: int = 1, **line) -> list[dict]:
+    line = {"linger_s": 1.0, **line}
+    asyncio.run(run(find_calls([str(folder)]), Line(url, **line), listener, out, concurrency, {}))
+    return read_run(out)[0]
+
+
+def test_mulaw_is_g711_as_libsndfile_codes_it():
+    every = np.arange(-32768, 32768, dtype=np.int16)
+    theirs = io.BytesIO()
+    sf.write(theirs, every, 8000, format="RAW", subtype="ULAW")
+    assert ulaw_encode(every) == theirs.getvalue()
+    codes = bytes(range(256))
+    decoded, _ = sf.read(io.BytesIO(codes), samplerate=8000, channels=1, format="RAW", subtype="ULAW",
+                         dtype="int16")  # fmt: skip
+    assert np.array_equal(np.round(ulaw_decode(codes) * 32768).astype(np.int16), decoded)
+
+
+def test_a_phone_plays_chunks_in_turn_and_a_clear_drops_what_has_not_played():
+    second = 1_000_000_000
+    phone = Playout(8000)
+    assert phone.arrive(0, np.ones(8000, np.float32)) == second  # one second of audio at once
+    assert phone.arrive(second // 2, np.ones(4000, np.float32)) == 3 * second // 2  # queued behind it
+    phone.clear(6 * second // 5)  # at 1.2 s: the rest of the second chunk never plays
+    heard = phone.track(0, 2 * second)
+    assert heard[:9600].all() and not heard[9600:].any()
+    assert phone.arrive(2 * second, np.ones(800, np.float32)) == 2 * second + second // 10  # after: at once
+    late = Playout(8000, delay_ns=second // 10)  # a jitter buffer's delay counts for every chunk
+    assert late.arrive(0, np.ones(800, np.float32)) == 2 * second // 10
+
+
+def test_a_filler_is_told_from_the_answer_and_a_barge_in_is_seen(tmp_path, listener):
+    """The peer says "One moment.", half a second of silence, then the answer, sent at once; the caller's
+    next turn starts while it is still speaking, and it stops."""
+    folder = clip(tmp_path / "calls", "call01", 11.0)
+    with Peer("speaks", voice=Synthesizer()) as peer:
+        records = probe(peer.url, folder, tmp_path / "run", listener)
+    events = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").read_text().splitlines()]
+    t0 = {e["turn"]: e["t_ns"] for e in events if e["event"] == "t0"}
+    first, second = records
+    assert [r["status"] for r in records] == ["ok", "ok"] and not any(r["order_violations"] for r in records)
+    filler_ns = next(t for t, text in peer.sent if text == FILLER)
+    filler_s = len(peer.clips[0][1]) / Twilio.rate
+    # the same clock on both sides (one process): the probe heard the filler when it was sent, and the
+    # answer's first word where it starts, after the filler and the gap
+    assert abs(t0[0] + first["first_audio_ms"] * 1e6 - filler_ns) <= 30e6
+    useful_ns = t0[0] + first["first_useful_audio_ms"] * 1e6
+    assert abs(useful_ns - (filler_ns + (filler_s + GAP_S) * 1e9)) <= 40e6
+    assert first["clauses"][0]["filler"] and not first["clauses"][1]["filler"]
+    assert "monday" in first["answer"].lower() and "moment" in first["answer"].lower()
+    # the caller's second turn began while the answer played: the peer cleared it, and the probe saw that
+    assert peer.cleared and second["barge_in"]["agent_stopped"]
+    assert 0 < second["barge_in"]["stop_ms"] < 600
+    assert first["complete_ms"] < (second["speech_start_s"] - 2.86) * 1000 + 600  # cut, not played out
+    assert {"monday", "friday"} <= set(second["answer"].lower().replace(",", "").split())  # its own answer
+
+
+def test_a_call_the_agent_hangs_up_fails_its_remaining_turns_and_the_other_call_goes_on(tmp_path, listener):
+    folder = clip(tmp_path / "calls", "call01", 11.0, "a")
+    clip(tmp_path / "calls", "call01", 11.0, "b")
+    with Peer("hangs_up", after_s=5.0) as peer:
+        records = probe(peer.url, folder, tmp_path / "run", listener, concurrency=2)
+    by_call = {c: [r for r in records if r["call"] == c] for c in ("a", "b")}
+    assert sorted(len(turns) for turns in by_call.values()) == [2, 2]
+    hung = [c for c, turns in by_call.items() if turns[0]["status"] == "error"]
+    assert len(hung) == 1
+    other = "b" if hung == ["a"] else "a"
+    assert all(r["status"] == "error" and "closed the call (code 1011: scripted hang-up" in r["error"]
+               for r in by_call[hung[0]])  # fmt: skip
+    assert all(r["status"] == "no_answer" and r["error"] == "the agent said nothing" for r in by_call[other])
+    summary = read_run(tmp_path / "run")[1]
+    assert summary["metrics"]["first_useful_audio_ms"]["p50"] == float("inf")  # never answered counts
+    assert summary["metrics"]["ttfat_ms"]["n"] == 0 and "ttfat_ms" in summary["unseen"]
+
+
+@pytest.mark.parametrize(("behaviour", "reason"), [
+    ("garbage", "the agent sent a message that is not JSON"),
+    ("oversized", "the agent sent a message over 1048576 bytes"),
+])  # fmt: skip
+def test_a_message_breaking_the_protocol_fails_its_call_with_why(tmp_path, listener, behaviour, reason):
+    folder = clip(tmp_path / "calls", "call01", 4.0)
+    with Peer(behaviour, after_s=1.0) as peer:
+        records = probe(peer.url, folder, tmp_path / "run", listener)
+    assert len(records) == 1 and records[0]["status"] == "error"
+    assert records[0]["error"].startswith(reason)
+
+
+def test_a_url_that_refuses_or_fails_the_handshake_is_one_line_and_exit_2(tmp_path):
+    folder = clip(tmp_path / "calls", "call01", 4.0)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = f"ws://127.0.0.1:{s.getsockname()[1]}/"
+    with Peer("refuses") as peer:
+        cases = [(closed, "cannot connect"), (peer.url, "the WebSocket handshake failed"),
+                 ("http://127.0.0.1:1/", "must start with ws:// or wss://")]  # fmt: skip
+        for url, said in cases:
+            done = subprocess.run([*TTFAT, "probe", url, str(folder), "--out", str(tmp_path / "run")],
+                                  cwd=ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
+            assert done.returncode == 2, done.stderr
+            assert done.stderr.count("\n") == 1 and said in done.stderr
+    assert not (tmp_path / "run").exists()  # nothing started
+
+
+def test_our_agent_heard_from_outside_agrees_with_its_own_records(tmp_path):
+    """`ttfat serve-agent` answers two calls that `ttfat probe` makes; each turn's first useful audio heard
+    as the probe measured it is within 30 ms (p50) and 80 ms (all) of the agent's own record."""
+    folder = clip(tmp_path / "calls", "call01", 11.0)
+    clip(tmp_path / "calls", "call02", 10.0)
+    agent_dir, probe_dir = tmp_path / "agent", tmp_path / "probe"
+    agent = subprocess.Popen([*TTFAT, "serve-agent", "--port", "0", "--out", str(agent_dir)], cwd=ROOT,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        url = agent.stdout.readline().strip()
+        assert url.startswith("ws://127.0.0.1:"), agent.stderr.read()
+        done = subprocess.run([*TTFAT, "probe", url, str(folder), "--out", str(probe_dir), "--linger", "1"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    finally:
+        agent.send_signal(signal.SIGINT)
+        out, err = agent.communicate(timeout=120)
+    assert agent.returncode == 0, err
+    assert "2 calls answered" in err and "first useful audio heard" in out  # its report, on stopping
+    probed, summary = read_run(probe_dir)
+    ours, _ = read_run(agent_dir)
+    assert [r["status"] for r in probed] == ["ok"] * 4 and summary["order_violations"] == 0
+    assert {r["call"] for r in ours} == {"call01-11s", "call02-10s"}  # the probe named its calls
+    rows = joined(probed, ours)
+    assert len(rows) == 4
+    gaps = [abs(r["difference_ms"]) for r in rows]
+    assert percentile(gaps, 50) <= 30 and max(gaps) <= 80, rows
+    rows_shown = [line[1:].split("  ")[0] for line in done.stdout.splitlines()]
+    assert "first useful audio heard" in rows_shown and "TTFAT" not in rows_shown  # not seen: no row
+    assert "WER not seen" in done.stdout
+    compared = subprocess.run([*TTFAT, "compare", str(agent_dir), str(probe_dir)], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert compared.returncode == 0 and "first useful audio heard" in compared.stdout
