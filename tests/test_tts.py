@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 from piper import PiperVoice, SynthesisConfig
 
-from tts.piper import FIRST_FRAMES, LEAD_DB, Synthesizer, bundled_voice, split_voice, trim_lead
+from tts.piper import FIRST_FRAMES, LEAD_DB, Synthesizer, bundled_voice, split_voice, without_lead
 
 SILENT = 32768 * 10 ** (LEAD_DB / 20) * 4  # no sample of a lead trimmed away is louder (a peak, 12 dB over)
 
@@ -41,7 +41,7 @@ def unnormalized(path: Path, text: str) -> np.ndarray:
     each sentence less its leading silence, as ours."""
     config = SynthesisConfig(normalize_audio=False, **QUIET)
     chunks = PiperVoice.load(path).synthesize(text, config)
-    return np.concatenate([trim_lead(c.audio_int16_array, c.sample_rate) for c in chunks])
+    return np.concatenate([without_lead(c.audio_int16_array, c.sample_rate) for c in chunks])
 
 
 def test_a_clause_streams_in_pieces_that_join_to_pipers_own_audio():

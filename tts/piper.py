@@ -92,7 +92,7 @@ def split_voice(path: Path) -> tuple[bytes, bytes, list[str]] | None:
     return front.SerializeToString(), back.SerializeToString(), between
 
 
-def trim_lead(audio: np.ndarray, rate: int) -> np.ndarray:
+def without_lead(audio: np.ndarray, rate: int) -> np.ndarray:
     """`audio` (float, or int16) less its leading silence (`LEAD_DB`, `LEAD_KEPT_S`); all of it when it
     never sounds."""
     n = rate // 200
@@ -121,13 +121,15 @@ class Synthesizer:
         noise_w_scale: float | None = None,
         volume: float = 1.0,
         use_cuda: bool = False,
+        trim_lead: bool = True,
     ):
+        """`trim_lead`: each sentence starts where it first sounds (`without_lead`)."""
         import onnxruntime
         from piper import PiperVoice, SynthesisConfig
         from piper.config import PiperConfig
 
         path, config = voice_files(voice)
-        self.path = path
+        self.path, self.trim_lead = path, trim_lead
         options = onnxruntime.SessionOptions()
         # onnxruntime keeps a memory plan for every input shape it has run, and every clause has its own
         # length: ~90 MB more after a few hundred clauses, still creeping through long runs (issue 22).
@@ -176,11 +178,12 @@ class Synthesizer:
         return np.clip(audio * self.config.volume * _MAX_INT16, -_MAX_INT16, _MAX_INT16).astype(np.int16)
 
     def _sentences(self, text: str, whole: bool) -> Iterator[np.ndarray]:
-        """Each sentence's audio in pieces (`whole`: one), less its leading silence (`trim_lead`)."""
+        """Each sentence's audio in pieces (`whole`: one), less its leading silence (`without_lead`)."""
         for phonemes in self.voice.phonemize(text):
             if phonemes:
                 pieces = self._pieces(self.voice.phonemes_to_ids(phonemes), whole)
-                yield trim_lead(next(pieces), self.sample_rate)
+                first = next(pieces)
+                yield without_lead(first, self.sample_rate) if self.trim_lead else first
                 yield from pieces
 
     def _pieces(self, ids: list[int], whole: bool) -> Iterator[np.ndarray]:
