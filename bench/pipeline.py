@@ -65,14 +65,11 @@ CONFIGS = {
     "overlapped, numbers at 30 s": (Settings(), "auto", 0),
     "overlapped, first clause whole": (replace(Settings(), split_first_clause=False), "auto", 10),
     "overlapped, tts on first words": (replace(Settings(), tts_on_first_words=True), "auto", 10),
-    "overlapped, voice's lead kept": (Settings(), "auto", 10),  # LEAD_KEPT
     "streamed speech": (replace(SERIAL, stream_speech=True), "full", None),
     "overlapped, clauses whole": (replace(Settings(), stream_speech=False), "auto", 10),
     "overlapped, vad pauses": (replace(Settings(), vad=VadConfig(quiet_pause=False)), "auto", 10),
 }
 
-# configs whose voice keeps its leading silence (as before tts/piper.py trimmed it): up to 80 ms a sentence
-LEAD_KEPT = {"overlapped, voice's lead kept"}
 
 emit_ns: dict[tuple[str, int], int] = {}
 
@@ -120,7 +117,6 @@ def replay_config(name, paths, server, pid, parts, args) -> dict:
     transcriber, synthesizer, turn_model = parts
     transcriber.window, transcriber.numbers_whole = window, None if numbers is None else holds_order_id
     transcriber.nbest = numbers or 0
-    synthesizer.trim_lead = name not in LEAD_KEPT
     stages = Stages(transcriber, store_agent(OpenAIChat(server)), synthesizer, turn_model)
     out = Path(args.out) / name.replace(" ", "-").replace("+", "plus")
     lags: list[float] = []

@@ -23,7 +23,7 @@ import numpy as np
 
 from voice.audio import RATE, resample, to_float
 from voice.settings import VadConfig
-from voice.telephony import Media, Twilio
+from voice.telephony import Media, Pcm, Twilio
 from voice.turns import Turn, TurnDetector
 
 FILLER = "One moment."
@@ -35,6 +35,7 @@ GAP_S = 0.5  # of silence between the filler and the answer
 class Peer:
     behaviour: str
     after_s: float = 1.0
+    protocol: str = "twilio"  # or "pcm": 16-bit frames at 16 kHz
     voice: object = None  # tts.piper.Synthesizer, for `speaks`
     url: str = ""
     sent: list[tuple[int, str]] = field(default_factory=list)  # (monotonic ns, what) of each reply
@@ -46,7 +47,7 @@ class Peer:
     def __enter__(self) -> Peer:
         if self.behaviour == "speaks":  # made once, before any call: the reply is sent at once
             rate = self.voice.sample_rate
-            self.clips = [(t, resample(to_float(self.voice.speak(t).audio), rate, Twilio.rate))
+            self.clips = [(t, resample(to_float(self.voice.speak(t).audio), rate, self._wire().rate))
                           for t in (FILLER, ANSWER)]  # fmt: skip
         ready = threading.Event()
         self._thread = threading.Thread(target=lambda: asyncio.run(self._serve(ready)), daemon=True)
@@ -72,11 +73,14 @@ class Peer:
             ready.set()
             await self._stop.wait()
 
+    def _wire(self) -> Twilio | Pcm:
+        return Twilio() if self.protocol == "twilio" else Pcm(RATE)
+
     async def _call(self, ws) -> None:
         start = time.monotonic()
         self.calls += 1
         first = self.calls == 1
-        wire = Twilio()
+        wire = self._wire()
         detector = TurnDetector(RATE, VadConfig(end_ms=600))  # a caller's short pause does not end a turn
         buffer = np.zeros(0, np.float32)
         speaking_until = 0  # monotonic ns: when what it sent ends playing
@@ -103,17 +107,19 @@ class Peer:
                     if isinstance(event, Turn):
                         speaking_until = await self._reply(ws, wire)
                     elif detector.in_turn and not was_in_turn and time.monotonic_ns() < speaking_until:
-                        await ws.send(wire.clear())  # the caller barged in
+                        if (clear := wire.clear()) is not None:  # the caller barged in
+                            await ws.send(clear)
                         self.cleared.append(time.monotonic_ns())
                         speaking_until = 0
 
-    async def _reply(self, ws, wire: Twilio) -> int:
+    async def _reply(self, ws, wire: Twilio | Pcm) -> int:
         """Send the filler, a gap and the answer at once; returns when they end playing."""
         silence = np.zeros(int(wire.rate * GAP_S), np.float32)
         start = time.monotonic_ns()
         for text, line in self.clips:
             self.sent.append((time.monotonic_ns(), text))
+            step = wire.rate // 50
             for audio in (line, silence):
-                for i in range(0, len(audio), 160):
-                    await ws.send(wire.agent_media(audio[i : i + 160]))
+                for i in range(0, len(audio), step):
+                    await ws.send(wire.agent_media(audio[i : i + step]))
         return start + sum(len(line) + len(silence) for _, line in self.clips) * 1_000_000_000 // wire.rate

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import re
 import signal
 import socket
 import subprocess
@@ -19,6 +20,7 @@ import soundfile as sf
 
 from asr.whisper import Transcriber
 from tests.peers import FILLER, GAP_S, Peer
+from tests.test_html import Dom, chromium, js_round
 from tts.piper import Synthesizer
 from voice.audio import load_audio
 from voice.probe.agreement import joined
@@ -109,7 +111,18 @@ def test_a_filler_is_told_from_the_answer_and_a_barge_in_is_seen(tmp_path, liste
     assert peer.cleared and second["barge_in"]["agent_stopped"]
     assert 0 < second["barge_in"]["stop_ms"] < 600
     assert first["complete_ms"] < (second["speech_start_s"] - 2.86) * 1000 + 600  # cut, not played out
-    assert {"monday", "friday"} <= set(second["answer"].lower().replace(",", "").split())  # its own answer
+    assert {"monday", "friday"} <= set(re.findall(r"[a-z]+", second["answer"].lower()))  # its own answer
+
+
+def test_raw_pcm_both_ways(tmp_path, listener):
+    folder = clip(tmp_path / "calls", "call01", 6.0)
+    with Peer("speaks", voice=Synthesizer(), protocol="pcm") as peer:
+        records = probe(peer.url, folder, tmp_path / "run", listener, protocol="pcm", rate=16000)
+    (turn,) = records
+    assert turn["status"] == "ok" and turn["clauses"][0]["filler"] and not turn["clauses"][1]["filler"]
+    filler_s = len(peer.clips[0][1]) / 16000
+    assert filler_s + GAP_S - 0.04 <= (turn["first_useful_audio_ms"] - turn["first_audio_ms"]) / 1e3
+    assert (turn["first_useful_audio_ms"] - turn["first_audio_ms"]) / 1e3 <= filler_s + GAP_S + 0.04
 
 
 def test_a_call_the_agent_hangs_up_fails_its_remaining_turns_and_the_other_call_goes_on(tmp_path, listener):
@@ -190,4 +203,17 @@ def test_our_agent_heard_from_outside_agrees_with_its_own_records(tmp_path):
     assert "WER not seen" in done.stdout
     compared = subprocess.run([*TTFAT, "compare", str(agent_dir), str(probe_dir)], cwd=ROOT,
                               capture_output=True, text=True, timeout=60)  # fmt: skip
-    assert compared.returncode == 0 and "first useful audio heard" in compared.stdout
+    assert compared.returncode == 0 and "B measured from outside" in compared.stdout
+    # the probe's page, in a real browser: what only the agent sees is said to be unseen, not zero
+    reported = subprocess.run([*TTFAT, "report", str(probe_dir), "--html", str(tmp_path / "probe.html")],
+                              cwd=ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert reported.returncode == 0, reported.stderr
+    result = chromium(tmp_path, (tmp_path / "probe.html").as_uri(), "--dump-dom")
+    assert "Uncaught" not in result.stderr and ":CONSOLE" not in result.stderr, result.stderr[-2000:]
+    dom = Dom(result.stdout)
+    assert "hidden" in dom.by_id["errors"]
+    card = lambda key: [e for e in dom.elements if f"head-{key}" in e["parents"]]  # noqa: E731
+    assert any(e["text"] == "not seen from outside" for e in card("ttfat_ms"))
+    p50 = next(e for e in card("first_useful_audio_ms") if e.get("class") == "p50")["text"]
+    assert p50 == js_round(summary["metrics"]["first_useful_audio_ms"]["p50"])
+    assert len(dom.with_class("turn", under="turns")) == 4

@@ -121,15 +121,13 @@ class Synthesizer:
         noise_w_scale: float | None = None,
         volume: float = 1.0,
         use_cuda: bool = False,
-        trim_lead: bool = True,
     ):
-        """`trim_lead`: each sentence starts where it first sounds (`without_lead`)."""
         import onnxruntime
         from piper import PiperVoice, SynthesisConfig
         from piper.config import PiperConfig
 
         path, config = voice_files(voice)
-        self.path, self.trim_lead = path, trim_lead
+        self.path = path
         options = onnxruntime.SessionOptions()
         # onnxruntime keeps a memory plan for every input shape it has run, and every clause has its own
         # length: ~90 MB more after a few hundred clauses, still creeping through long runs (issue 22).
@@ -182,8 +180,7 @@ class Synthesizer:
         for phonemes in self.voice.phonemize(text):
             if phonemes:
                 pieces = self._pieces(self.voice.phonemes_to_ids(phonemes), whole)
-                first = next(pieces)
-                yield without_lead(first, self.sample_rate) if self.trim_lead else first
+                yield without_lead(next(pieces), self.sample_rate)
                 yield from pieces
 
     def _pieces(self, ids: list[int], whole: bool) -> Iterator[np.ndarray]:

@@ -327,4 +327,8 @@ def compare_report(a: dict, b: dict, name_a: str, name_b: str) -> str:
     ]:
         lines.append(f"{label:<27}{pct(qa[key]):>8}{pct(qb[key]):>8}")
     lines.append(f"{'success rate':<27}{pct(a['success_rate']):>8}{pct(b['success_rate']):>8}")
+    outside = [name for name, s in (("A", a), ("B", b)) if s.get("measured_from") == "outside"]
+    if outside:
+        side = " and ".join(outside)
+        lines.append(f"{side} measured from outside (ttfat probe): its '-' rows cannot be seen from there")
     return "\n".join(lines)

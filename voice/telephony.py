@@ -204,6 +204,12 @@ class Pcm:
     def closing(self) -> None:
         return None
 
+    def agent_media(self, samples: np.ndarray) -> bytes:
+        return pcm16_encode(samples)
+
+    def clear(self) -> None:
+        return None  # raw PCM has no way to say it
+
     def parse(self, message: str | bytes) -> Message:
         if isinstance(message, str):
             return None

@@ -37,13 +37,17 @@ function head() {
         el("span", { class: "p50" }, p50), el("small", {}, ` p50${unit}`), " ",
         el("span", { class: "p95" }, p95), el("small", {}, " p95")));
   const cards = el("div", { class: "cards" });
+  const unseen = new Set(DATA.summary.unseen || []);  // a probe's run: what only the agent sees
+  const notSeen = (key, label) => el("div", { class: "card", id: `head-${key}` },
+    el("div", { class: "label" }, label), el("div", { class: "value unseen" }, "not seen from outside"));
   for (const key of DATA.headline) {
     const s = m[key] || {};
-    cards.append(card(key, metricLabel[key], ms(s.p50), ms(s.p95)));
+    cards.append(unseen.has(key) ? notSeen(key, metricLabel[key]) : card(key, metricLabel[key], ms(s.p50), ms(s.p95)));
   }
   const share = DATA.summary.llm_share || {};
   const pct = (v) => (v === null || v === undefined ? "–" : (100 * v).toFixed(1));
-  cards.append(card("llm_share", "LLM share of the wait", pct(share.p50), pct(share.p95), " %"));
+  cards.append(unseen.size ? notSeen("llm_share", "LLM share of the wait")
+    : card("llm_share", "LLM share of the wait", pct(share.p50), pct(share.p95), " %"));
   const ok = DATA.summary.success_rate;
   cards.append(el("div", { class: "card", id: "head-success_rate" },
     el("div", { class: "label" }, "success"),

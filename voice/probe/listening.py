@@ -6,11 +6,11 @@ of the caller's last voiced frame, as everywhere. A turn's answer is what was he
 next turn's t0 (the last: to the end of the call); sound still playing at t0 belongs to the answer
 before. In it:
 - first audio heard: the first 10 ms of sound (`SILENT_DB`);
-- first useful audio heard: the agent's audio is transcribed with word timestamps, its words cut into
-  clauses by the same chunker and filler rule as our own pipeline (voice/chunker.py), and also where
-  sound starts again after a silence (a voice pauses between clauses; Whisper may not write the
-  stop), and the first clause that is not filler starts at its first word, moved to the onset of sound
-  nearest to it (Whisper's word times are tens of ms off);
+- first useful audio heard: the answer is cut where sound starts again after a silence (a voice pauses
+  between clauses), each stretch transcribed on its own with word timestamps and its words cut into
+  clauses by the same chunker and filler rule as our own pipeline (voice/chunker.py); the first clause
+  that is not filler starts with its stretch of sound, or, inside one, at its first word (Whisper's
+  word times are tens of ms off, the onset of sound is not);
 - complete answer heard: the end of its last sound.
 A caller who starts a turn while the agent is heard barges in: the record says whether the agent fell
 silent before the caller's turn ended, and how long after the caller started.
@@ -37,7 +37,7 @@ from voice.turns import Turn, TurnDetector, frame_db
 
 SILENT_DB = -55.0  # a 10 ms frame of the agent's audio quieter than this is silence (dBFS)
 GAP_FRAMES = 12  # 120 ms of silence between sounds: the next sound is an onset (a clause, a new answer)
-SNAP_FRAMES = 30  # a useful clause's first word is moved to the onset of sound within 300 ms of it
+LEAD_FRAMES = 5  # each stretch of sound is transcribed with 50 ms of what comes before and after it
 FRAME = RATE // 100  # 10 ms at 16 kHz
 NS = 10_000_000  # a frame's length on the clock
 
@@ -174,25 +174,18 @@ async def _answer(heard: Heard, t0: int, hi: int, listener: Listener) -> Answer:
         return Answer({}, "", [], "the agent said nothing")
     last = first + int(np.nonzero(heard.loud[first:hi])[0][-1]) + 1
     anchors = {"first_audio_heard": first, "last_audio_heard": last}
-    begin = max(lo, first - GAP_FRAMES)
-    words = await listener.words_of(heard.audio[begin * FRAME : min(hi, last + GAP_FRAMES) * FRAME])
-    starts = [begin + round(w.start_s * 100) for w in words]
-    onsets = heard.onsets(first, last)
-    # a word that starts where sound starts after a silence begins a clause, whatever Whisper's
-    # punctuation says ("One moment your order shipped": two clauses, said half a second apart)
-    nearest = [min(range(len(starts)), key=lambda i: abs(starts[i] - o)) for o in onsets[1:] if starts]
-    cuts = {i for i, o in zip(nearest, onsets[1:], strict=False) if abs(starts[i] - o) <= SNAP_FRAMES}
-    chunker = Chunker(listener.min_words, listener.fillers)
-    clauses = []
-    for i, (w, start) in enumerate(zip(words, starts, strict=True)):
-        if i in cuts:
-            clauses += chunker.flush()
-        clauses += chunker.feed(w.text + " ", start)
-    clauses += chunker.flush()
+    onsets = [first, *(o for o in heard.onsets(first, last) if o > first)]
     spans = []
-    for i, clause in enumerate(clauses):
-        start = _snap(clause.first_token_ns, onsets) if i else first
-        spans.append({"text": clause.text, "filler": clause.filler, "heard": start})
+    for a, b in zip(onsets, [*onsets[1:], last], strict=True):
+        # each stretch of sound on its own: its words are its own, whatever Whisper's word times or
+        # punctuation would say ("One moment your order shipped", said half a second apart)
+        begin = max(lo, a - LEAD_FRAMES)
+        words = await listener.words_of(heard.audio[begin * FRAME : min(hi, b + LEAD_FRAMES) * FRAME])
+        chunker = Chunker(listener.min_words, listener.fillers)
+        clauses = [c for w in words for c in chunker.feed(w.text + " ", begin + round(w.start_s * 100))]
+        for i, clause in enumerate([*clauses, *chunker.flush()]):
+            at = a if i == 0 else min(max(clause.first_token_ns, a), b - 1)
+            spans.append({"text": clause.text, "filler": clause.filler, "heard": at})
     for span, after in zip(spans, [*(s["heard"] for s in spans[1:]), last], strict=True):
         span["end"] = after
     useful = next((s for s in spans if not s["filler"]), None)
@@ -212,9 +205,3 @@ def as_spoken(text: str) -> str:
     text = re.sub(r"\$(\d{1,3})(?:\.(\d\d))?\b", lambda m: money(cents(m)), text)
     text = re.sub(r"\b(\d{1,3})(?:st|nd|rd|th)\b", lambda m: ordinal(int(m[1])), text)
     return re.sub(r"\b\d{1,3}\b", lambda m: number(int(m[0])), text)
-
-
-def _snap(frame: int, onsets: list[int]) -> int:
-    """The onset of sound nearest to `frame`, within `SNAP_FRAMES`; else `frame` itself."""
-    near = [o for o in onsets if abs(o - frame) <= SNAP_FRAMES]
-    return min(near, key=lambda o: abs(o - frame)) if near else frame

@@ -1,0 +1,123 @@
+"""A Pipecat 1.14 voice agent on a Twilio media stream, the way Pipecat's telephony examples build one, all
+offline: FastAPI's WebSocket with `FastAPIWebsocketTransport` and `TwilioFrameSerializer`, Silero VAD,
+our bundled Whisper (tiny.en, through Pipecat's `WhisperSTTService`), the bundled Northwind agent's prompt
+and tools on our LLM server (through `OpenAILLMService`), and the bundled piper voice (`PiperTTSService`,
+pointed at the voice's own folder, so nothing is downloaded). A peer for `ttfat probe`'s tests and for
+`bench/probe.py --pipecat`.
+
+    python tests/pipecat_agent.py --llm-url http://127.0.0.1:PORT/v1 [--port 0]
+
+Its first line of output is the ws:// URL it serves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import socket
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def app(llm_url: str, model: str):
+    from fastapi import FastAPI, WebSocket
+    from pipecat.adapters.llm.schemas.function_schema import FunctionSchema
+    from pipecat.adapters.llm.schemas.tools_schema import ToolsSchema
+    from pipecat.audio.vad.silero import SileroVADAnalyzer
+    from pipecat.pipeline.pipeline import Pipeline
+    from pipecat.pipeline.runner import PipelineRunner
+    from pipecat.pipeline.task import PipelineParams, PipelineTask
+    from pipecat.processors.aggregators.llm_context import LLMContext
+    from pipecat.processors.aggregators.llm_response_universal import (
+        LLMContextAggregatorPair,
+        LLMUserAggregatorParams,
+    )
+    from pipecat.runner.utils import parse_telephony_websocket
+    from pipecat.serializers.twilio import TwilioFrameSerializer
+    from pipecat.services.openai.llm import OpenAILLMService
+    from pipecat.services.piper.tts import PiperTTSService
+    from pipecat.services.whisper.stt import WhisperSTTService
+    from pipecat.transports.websocket.fastapi import FastAPIWebsocketParams, FastAPIWebsocketTransport
+
+    from asr.whisper import bundled_model
+    from llm.agentfile import BUNDLED_AGENT, load_agent_file
+    from llm.agentfile.tools import FileTools
+    from llm.chat import ToolCall
+    from tts.piper import bundled_voice
+
+    spec = load_agent_file(BUNDLED_AGENT)
+    tools = FileTools(spec.tools)
+    schemas = [
+        FunctionSchema(f["name"], f.get("description", ""), f["parameters"].get("properties", {}),
+                       f["parameters"].get("required", []))
+        for f in (t.schema["function"] for t in spec.tools)
+    ]  # fmt: skip
+    voice = bundled_voice()
+    server = FastAPI()
+
+    @server.websocket("/")
+    async def call(websocket: WebSocket) -> None:
+        await websocket.accept()
+        _, data = await parse_telephony_websocket(websocket)
+        serializer = TwilioFrameSerializer(
+            data["stream_id"], data["call_id"], params=TwilioFrameSerializer.InputParams(auto_hang_up=False)
+        )
+        transport = FastAPIWebsocketTransport(
+            websocket,
+            FastAPIWebsocketParams(
+                audio_in_enabled=True, audio_out_enabled=True, add_wav_header=False, serializer=serializer
+            ),
+        )
+        stt = WhisperSTTService(settings=WhisperSTTService.Settings(model=str(bundled_model())),
+                                device="cpu", compute_type="int8")  # fmt: skip
+        llm = OpenAILLMService(
+            api_key="none", base_url=llm_url, settings=OpenAILLMService.Settings(model=model)
+        )
+
+        async def run_tool(params) -> None:
+            call = ToolCall(params.function_name, json.dumps(params.arguments), params.tool_call_id)
+            await params.result_callback(await tools.run(call, []))
+
+        for schema in schemas:
+            llm.register_function(schema.name, run_tool)
+        tts = PiperTTSService(settings=PiperTTSService.Settings(voice=voice.stem), download_dir=voice.parent)
+        context = LLMContext([{"role": "system", "content": spec.system_prompt}], ToolsSchema(schemas))
+        pair = LLMContextAggregatorPair(
+            context, user_params=LLMUserAggregatorParams(vad_analyzer=SileroVADAnalyzer())
+        )
+        pipeline = Pipeline(
+            [transport.input(), stt, pair.user(), llm, tts, transport.output(), pair.assistant()]
+        )
+        task = PipelineTask(
+            pipeline, params=PipelineParams(audio_in_sample_rate=8000, audio_out_sample_rate=8000)
+        )
+
+        @transport.event_handler("on_client_disconnected")
+        async def hung_up(transport, client) -> None:
+            await task.cancel()
+
+        await PipelineRunner(handle_sigint=False).run(task)
+
+    return server
+
+
+def main() -> None:
+    import uvicorn
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--llm-url", required=True)
+    ap.add_argument("--model", default="bundled")
+    ap.add_argument("--port", type=int, default=0)
+    args = ap.parse_args()
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", args.port))
+    print(f"ws://127.0.0.1:{sock.getsockname()[1]}/", flush=True)
+    config = uvicorn.Config(app(args.llm_url, args.model), log_level="warning", ws="websockets")
+    asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
+
+
+if __name__ == "__main__":
+    main()
