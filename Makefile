@@ -16,8 +16,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
 	$(VENV)/bin/pip install --quiet torch==2.13.0  # CPU wheel; GPU users install their own CUDA build first
-	$(VENV)/bin/pip install --quiet -e '.[dev]'
-	$(VENV)/bin/pip install --quiet --no-deps pipecat-ai==1.14.0  # only for the Smart Turn v3.2 model file
+	$(VENV)/bin/pip install --quiet -e '.[dev]'  # dev: the tests' tools, and Pipecat (with Smart Turn v3.2)
 	touch $(STAMP)
 
 setup: $(STAMP)

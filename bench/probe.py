@@ -1,9 +1,10 @@
 """The probe checked against truth (issue 48): `ttfat serve-agent` on loopback, `ttfat probe` calling it with
 recordings/, and each turn's first useful audio heard as the probe measured it from outside beside the
 agent's own record of the same turn. The target: within 30 ms at p50 and 80 ms at p95 (of |probe - agent|).
-Also prints both runs' headline figures and the probe's report.
+Also prints both runs' headline figures. `--pipecat`: a Pipecat 1.14 agent (tests/pipecat_agent.py, the
+same models) probed on the same calls, and `compare`'s table of it against ours, both from outside.
 
-    python bench/probe.py [--calls 14] [--concurrency 1] [--protocol twilio] [--keep DIR]
+    python bench/probe.py [--calls 14] [--concurrency 1] [--pipecat] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -16,10 +17,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+from llm.agentfile import BUNDLED_AGENT, load_agent_file
+from llm.serving.models import model_dir, served_name
+from llm.serving.process import ServerProcess
 from voice.environment import cpu_name
 from voice.probe.agreement import joined
 from voice.replay import find_calls
-from voice.report import percentile
+from voice.report import compare_report, percentile
 from voice.runlog import read_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,31 +43,24 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--calls", type=int, default=len(find_calls(["recordings"])))
     ap.add_argument("--concurrency", type=int, default=1)
-    ap.add_argument("--protocol", default="twilio", choices=("twilio",))  # serve-agent speaks twilio
-    ap.add_argument("--keep", help="keep both run directories here")
+    ap.add_argument("--pipecat", action="store_true", help="also probe a Pipecat agent, and compare")
+    ap.add_argument("--keep", help="keep the run directories here")
     args = ap.parse_args()
     work = Path(args.keep or tempfile.mkdtemp(prefix="ttfat-probe-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     agent_dir, probe_dir = work / "agent", work / "probe"
-    agent = subprocess.Popen([*TTFAT, "serve-agent", "--port", "0", "--out", str(agent_dir)], cwd=ROOT,
-                             stdout=subprocess.PIPE, text=True)  # fmt: skip
-    try:
-        url = agent.stdout.readline().strip()
-        if not url.startswith("ws://"):
-            sys.exit(f"serve-agent did not start (it printed {url!r})")
-        subprocess.run([*TTFAT, "probe", url, str(manifest(work, args.calls)), "--out", str(probe_dir),
-                        "--force", "--concurrency", str(args.concurrency), "--protocol", args.protocol],
-                       cwd=ROOT, check=True)  # fmt: skip
-    finally:
-        agent.send_signal(signal.SIGINT)
-        agent.wait(120)
+    calls = manifest(work, args.calls)
+    # the bundled agent's own fillers, for both agents: they carry no answer
+    fillers = [arg for f in load_agent_file(BUNDLED_AGENT).fillers for arg in ("--filler", f)]
+    serve_agent = [*TTFAT, "serve-agent", "--port", "0", "--out", str(agent_dir)]
+    probe_agent(serve_agent, calls, probe_dir, args, *fillers)
     probe, summary = read_run(probe_dir)
     ours, agent_summary = read_run(agent_dir)
     rows = joined(probe, ours)
     gaps = [abs(r["difference_ms"]) for r in rows]
     cores = summary["environment"]["hardware"]["cores"]
     print(f"\n# probe vs the agent's own records: {cpu_name()}, {cores} cores; {args.calls} calls of "
-          f"recordings/, concurrency {args.concurrency}, {args.protocol}")  # fmt: skip
+          f"recordings/, concurrency {args.concurrency}, Twilio media streams")  # fmt: skip
     ok = summary["statuses"]["ok"]
     print(f"turns: probe {len(probe)} (ok {ok}), agent {len(ours)}, joined {len(rows)}")
     if gaps:
@@ -78,6 +75,27 @@ def main() -> None:
     worst = sorted(rows, key=lambda r: -abs(r["difference_ms"]))[:5]
     print("largest:", ", ".join(f"{r['call']} {r['turn']} {r['difference_ms']:+.0f} ms" for r in worst))
     print(f"run directories: {probe_dir} {agent_dir}")
+    if args.pipecat:
+        pipecat_dir = work / "pipecat"
+        with ServerProcess(model_dir("bundled"), served_name("bundled")) as llm_url:
+            command = [sys.executable, str(ROOT / "tests" / "pipecat_agent.py"), "--llm-url", llm_url]
+            probe_agent(command, calls, pipecat_dir, args, *fillers)
+        print("\n# Pipecat 1.14 (A) against ours (B), both probed from outside on the same calls\n")
+        print(compare_report(read_run(pipecat_dir)[1], summary, str(pipecat_dir), str(probe_dir)))
+
+
+def probe_agent(command: list[str], calls: Path, out: Path, args, *more: str) -> None:
+    """Start an agent that prints its ws:// URL first, probe it with `calls` into `out`, stop it."""
+    agent = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        url = agent.stdout.readline().strip()
+        if not url.startswith("ws://"):
+            sys.exit(f"{command[1]} did not start (it printed {url!r})")
+        subprocess.run([*TTFAT, "probe", url, str(calls), "--out", str(out), "--force",
+                        "--concurrency", str(args.concurrency), *more], cwd=ROOT, check=True)  # fmt: skip
+    finally:
+        agent.send_signal(signal.SIGINT)
+        agent.wait(120)
 
 
 if __name__ == "__main__":

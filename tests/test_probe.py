@@ -171,30 +171,57 @@ def test_a_url_that_refuses_or_fails_the_handshake_is_one_line_and_exit_2(tmp_pa
     assert not (tmp_path / "run").exists()  # nothing started
 
 
-def test_our_agent_heard_from_outside_agrees_with_its_own_records(tmp_path):
-    """`ttfat serve-agent` answers two calls that `ttfat probe` makes; each turn's first useful audio heard
-    as the probe measured it is within 30 ms (p50) and 80 ms (all) of the agent's own record."""
-    folder = clip(tmp_path / "calls", "call01", 11.0)
-    clip(tmp_path / "calls", "call02", 10.0)
-    agent_dir, probe_dir = tmp_path / "agent", tmp_path / "probe"
-    agent = subprocess.Popen([*TTFAT, "serve-agent", "--port", "0", "--out", str(agent_dir)], cwd=ROOT,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+@pytest.fixture(scope="module")
+def two_calls(tmp_path_factory) -> Path:
+    """Two calls' first turns: call01's first 11 s (two turns) and call02's first 10 s (two turns)."""
+    folder = tmp_path_factory.mktemp("calls")
+    clip(folder, "call01", 11.0)
+    return clip(folder, "call02", 10.0)
+
+
+def serve(command: list[str], out: Path | None = None) -> subprocess.Popen:
+    """A server that prints its ws:// URL first (`ttfat serve-agent`, the Pipecat agent)."""
+    return subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def probe_cli(url: str, folder: Path, out: Path) -> subprocess.CompletedProcess:
+    """`ttfat probe`, told the bundled agent's own fillers (what its model says before a tool call)."""
+    from llm.agentfile import BUNDLED_AGENT, load_agent_file
+
+    fillers = [arg for f in load_agent_file(BUNDLED_AGENT).fillers for arg in ("--filler", f)]
+    done = subprocess.run([*TTFAT, "probe", url, str(folder), "--out", str(out), "--linger", "1", *fillers],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+@pytest.fixture(scope="module")
+def ours(tmp_path_factory, two_calls) -> tuple[Path, Path, subprocess.CompletedProcess, tuple[str, str]]:
+    """`ttfat serve-agent` answering the two calls `ttfat probe` makes, then stopped (SIGINT): (the agent's
+    run directory, the probe's, the probe's output, the agent's output)."""
+    tmp = tmp_path_factory.mktemp("ours")
+    agent = serve([*TTFAT, "serve-agent", "--port", "0", "--out", str(tmp / "agent")])
     try:
         url = agent.stdout.readline().strip()
         assert url.startswith("ws://127.0.0.1:"), agent.stderr.read()
-        done = subprocess.run([*TTFAT, "probe", url, str(folder), "--out", str(probe_dir), "--linger", "1"],
-                              cwd=ROOT, capture_output=True, text=True, timeout=300)  # fmt: skip
-        assert done.returncode == 0, done.stderr
+        done = probe_cli(url, two_calls, tmp / "probe")
     finally:
         agent.send_signal(signal.SIGINT)
-        out, err = agent.communicate(timeout=120)
-    assert agent.returncode == 0, err
+        said = agent.communicate(timeout=120)
+    assert agent.returncode == 0, said[1]
+    return tmp / "agent", tmp / "probe", done, said
+
+
+def test_our_agent_heard_from_outside_agrees_with_its_own_records(tmp_path, ours):
+    """`ttfat serve-agent` answers two calls that `ttfat probe` makes; each turn's first useful audio heard
+    as the probe measured it is within 30 ms (p50) and 80 ms (all) of the agent's own record."""
+    agent_dir, probe_dir, done, (out, err) = ours
     assert "2 calls answered" in err and "first useful audio heard" in out  # its report, on stopping
     probed, summary = read_run(probe_dir)
-    ours, _ = read_run(agent_dir)
+    own, _ = read_run(agent_dir)
     assert [r["status"] for r in probed] == ["ok"] * 4 and summary["order_violations"] == 0
-    assert {r["call"] for r in ours} == {"call01-11s", "call02-10s"}  # the probe named its calls
-    rows = joined(probed, ours)
+    assert {r["call"] for r in own} == {"call01-11s", "call02-10s"}  # the probe named its calls
+    rows = joined(probed, own)
     assert len(rows) == 4
     gaps = [abs(r["difference_ms"]) for r in rows]
     assert percentile(gaps, 50) <= 30 and max(gaps) <= 80, rows
@@ -217,3 +244,33 @@ def test_our_agent_heard_from_outside_agrees_with_its_own_records(tmp_path):
     p50 = next(e for e in card("first_useful_audio_ms") if e.get("class") == "p50")["text"]
     assert p50 == js_round(summary["metrics"]["first_useful_audio_ms"]["p50"])
     assert len(dom.with_class("turn", under="turns")) == 4
+
+
+def test_a_pipecat_agent_heard_from_outside_beside_ours(tmp_path, two_calls, ours):
+    """A Pipecat 1.14 agent (tests/pipecat_agent.py: Twilio serializer, Silero VAD, our Whisper, the bundled
+    agent's prompt and tools on our LLM server, the bundled voice) probed on the same calls: sane records,
+    its fillers told from its answers, and compare's table beside ours."""
+    from llm.serving.models import model_dir, served_name
+    from llm.serving.process import ServerProcess
+
+    with ServerProcess(model_dir("bundled"), served_name("bundled")) as llm_url:
+        agent = serve([sys.executable, str(ROOT / "tests" / "pipecat_agent.py"), "--llm-url", llm_url])
+        try:
+            url = agent.stdout.readline().strip()
+            assert url.startswith("ws://127.0.0.1:"), agent.stderr.read()
+            probe_cli(url, two_calls, tmp_path / "pipecat")
+        finally:
+            agent.terminate()
+            agent.communicate(timeout=60)
+    records, summary = read_run(tmp_path / "pipecat")
+    assert len(records) == 4 and summary["order_violations"] == 0
+    answered = [r for r in records if r["status"] == "ok"]
+    assert len(answered) >= 3, [(r["status"], r["error"]) for r in records]
+    for r in answered:
+        assert r["first_audio_ms"] <= r["first_useful_audio_ms"] <= r["complete_ms"]
+        useful = next(c for c in r["clauses"] if not c["filler"])
+        assert useful["heard_ms"] == r["first_useful_audio_ms"]
+        assert all(c["heard_ms"] < useful["heard_ms"] for c in r["clauses"][: r["clauses"].index(useful)])
+    compared = subprocess.run([*TTFAT, "compare", str(tmp_path / "pipecat"), str(ours[1])], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert compared.returncode == 0 and "A and B measured from outside" in compared.stdout

@@ -1,7 +1,9 @@
 """Streamed answer text -> clauses for TTS, each marked filler or useful.
 
 piper speaks one sentence at a time, so waiting for the whole answer would waste the LLM's streaming.
-A clause ends at . ! ? (not inside a number such as 4.99), or at , ; : once it has `min_words` words.
+A clause ends at . ! ? (not inside a number such as 4.99), or at , ; : once it has `min_words` words or
+when what comes before is a filler ("Of course," carries no answer, whatever follows it: a voice pauses
+there, and the caller waits through it for the useful words).
 With `split_first`, the first clause of each LLM call also ends before "and", "but", "so" or "or" once
 it has `min_words` words: the caller waits for that clause's synthesis, which grows with its length
 ("Your order is still processing | and ships on Thursday,"); later clauses are synthesized while
@@ -109,7 +111,8 @@ class Chunker:
             soft += [(m.start(), m.start()) for m in _CONJUNCTION.finditer(self.buffer, 0, limit)
                      if not has_number(m.group(1))]  # fmt: skip
         for start, end in sorted(soft):
-            if len(self.buffer[:start].split()) >= self.min_words:
+            head = self.buffer[:start]
+            if len(head.split()) >= self.min_words or (head.strip() and is_filler(head, self.fillers)):
                 return end
         return hard.end() if hard else 0
 

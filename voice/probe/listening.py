@@ -35,7 +35,7 @@ from voice.settings import VadConfig
 from voice.timeline import Timeline, TurnLog
 from voice.turns import Turn, TurnDetector, frame_db
 
-SILENT_DB = -55.0  # a 10 ms frame of the agent's audio quieter than this is silence (dBFS)
+SILENT_DB = -60.0  # a 10 ms frame of the agent's audio quieter than this is silence (tts/piper.py, LEAD_DB)
 GAP_FRAMES = 12  # 120 ms of silence between sounds: the next sound is an onset (a clause, a new answer)
 LEAD_FRAMES = 5  # each stretch of sound is transcribed with 50 ms of what comes before and after it
 FRAME = RATE // 100  # 10 ms at 16 kHz
