@@ -10,8 +10,6 @@ pointed at the voice's own folder, so nothing is downloaded). A peer for `ttfat 
 Its first line of output is the ws:// URL it serves.
 """
 
-from __future__ import annotations
-
 import argparse
 import asyncio
 import json
@@ -27,6 +25,7 @@ def app(llm_url: str, model: str):
     from pipecat.adapters.llm.schemas.function_schema import FunctionSchema
     from pipecat.adapters.llm.schemas.tools_schema import ToolsSchema
     from pipecat.audio.vad.silero import SileroVADAnalyzer
+    from pipecat.frames.frames import TranscriptionFrame
     from pipecat.pipeline.pipeline import Pipeline
     from pipecat.pipeline.runner import PipelineRunner
     from pipecat.pipeline.task import PipelineParams, PipelineTask
@@ -35,6 +34,7 @@ def app(llm_url: str, model: str):
         LLMContextAggregatorPair,
         LLMUserAggregatorParams,
     )
+    from pipecat.processors.frame_processor import FrameProcessor
     from pipecat.runner.utils import parse_telephony_websocket
     from pipecat.serializers.twilio import TwilioFrameSerializer
     from pipecat.services.openai.llm import OpenAILLMService
@@ -58,6 +58,15 @@ def app(llm_url: str, model: str):
     voice = bundled_voice()
     server = FastAPI()
 
+    class CallerWords(FrameProcessor):
+        """The agent file's `caller_words`: the words as the bundled model was trained to read them."""
+
+        async def process_frame(self, frame, direction) -> None:
+            await super().process_frame(frame, direction)
+            if isinstance(frame, TranscriptionFrame) and spec.caller_words:
+                frame.text = spec.caller_words(frame.text)
+            await self.push_frame(frame, direction)
+
     @server.websocket("/")
     async def call(websocket: WebSocket) -> None:
         await websocket.accept()
@@ -79,7 +88,8 @@ def app(llm_url: str, model: str):
 
         async def run_tool(params) -> None:
             call = ToolCall(params.function_name, json.dumps(params.arguments), params.tool_call_id)
-            await params.result_callback(await tools.run(call, []))
+            messages = [m for m in params.context.get_messages() if isinstance(m, dict)]
+            await params.result_callback(await tools.run(call, messages))  # the store checks what was said
 
         for schema in schemas:
             llm.register_function(schema.name, run_tool)
@@ -89,10 +99,19 @@ def app(llm_url: str, model: str):
             context, user_params=LLMUserAggregatorParams(vad_analyzer=SileroVADAnalyzer())
         )
         pipeline = Pipeline(
-            [transport.input(), stt, pair.user(), llm, tts, transport.output(), pair.assistant()]
+            [
+                transport.input(),
+                stt,
+                CallerWords(),
+                pair.user(),
+                llm,
+                tts,
+                transport.output(),
+                pair.assistant(),
+            ]
         )
         task = PipelineTask(
-            pipeline, params=PipelineParams(audio_in_sample_rate=8000, audio_out_sample_rate=8000)
+            pipeline, params=PipelineParams(audio_in_sample_rate=16000, audio_out_sample_rate=8000)
         )
 
         @transport.event_handler("on_client_disconnected")
@@ -114,8 +133,10 @@ def main() -> None:
     args = ap.parse_args()
     sock = socket.socket()
     sock.bind(("127.0.0.1", args.port))
+    sock.listen(16)  # calls wait in the backlog until the app is up
+    server = app(args.llm_url, args.model)
     print(f"ws://127.0.0.1:{sock.getsockname()[1]}/", flush=True)
-    config = uvicorn.Config(app(args.llm_url, args.model), log_level="warning", ws="websockets")
+    config = uvicorn.Config(server, log_level="warning", ws="websockets")
     asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
 
 
