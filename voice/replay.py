@@ -205,6 +205,14 @@ async def run(
     `mirrors` (async context managers) see every event and record too: the MQTT publisher (`--mqtt`),
     the trace exporter (`--otlp`). `resume`: only the calls `out` does not hold complete are replayed;
     the summary is made from all records."""
+    async with opened(out, calls, env, mirrors, resume) as (log, calls, env):
+        return await _run(calls, stages, settings, log, concurrency, env)
+
+
+@contextlib.asynccontextmanager
+async def opened(out: Path, calls: list[CallInput], env: dict, mirrors: Sequence = (), resume: bool = False):
+    """(the run directory's log, the calls to run, the environment) with the mirrors entered; with
+    `resume`, only the calls `out` does not hold complete, and the environment says so."""
     async with contextlib.AsyncExitStack() as stack:
         for mirror in mirrors:
             await stack.enter_async_context(mirror)
@@ -212,7 +220,7 @@ async def run(
         if resume:
             env = {**env, "resumed": _resumes(out, log, calls)}
             calls = [c for c in calls if c.name not in log.done]
-        return await _run(calls, stages, settings, log, concurrency, env)
+        yield log, calls, env
 
 
 def _resumes(out: Path, log: RunLog, calls: list[CallInput]) -> list[dict]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from voice.cli.replay import channel_arg
+from voice.cli.replay import add_run_dir_args, channel_arg
 from voice.cli.stack import add_mirror_args, mirrors_from_args
 from voice.probe.run import Line
 from voice.settings import Settings, SettingsError
@@ -52,12 +52,7 @@ def add_parser(sub) -> None:
                    help="caller channel of stereo files: auto (loudest), 0, 1")  # fmt: skip
     p.add_argument("--asr-model", default="tiny.en",
                    help="what hears the agent: tiny.en (bundled), base, or a CTranslate2 dir")  # fmt: skip
-    p.add_argument("--out", help="run directory (default runs/probe-DATE-TIME); one that holds a run is "
-                   "refused unless --resume or --force")  # fmt: skip
-    p.add_argument("--force", action="store_true", help="with --out: replace the run the directory holds")
-    p.add_argument("--resume", action="store_true",
-                   help="with --out: probe only the calls the run directory does not hold "
-                   "complete")  # fmt: skip
+    add_run_dir_args(p, "probe")
     p.add_argument("--html", metavar="FILE", help="also write the HTML report")
     add_mirror_args(p)
     p.set_defaults(func=run)

@@ -31,18 +31,24 @@ def add_parser(sub) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH", help="audio files, folders or manifest.jsonl files")
     add_mode_args(p)
     p.add_argument("--concurrency", type=int, default=1, help="calls replayed at once (default %(default)s)")
-    p.add_argument("--out", help="run directory (default runs/replay-DATE-TIME); one that holds a run "
-                   "is refused unless --resume or --force")  # fmt: skip
-    p.add_argument("--force", action="store_true", help="with --out: replace the run the directory holds")
-    p.add_argument("--resume", action="store_true",
-                   help="with --out: replay only the calls the run directory does not hold complete (after a "
-                   "crash or Ctrl-C); a call cut short is replayed whole; the report covers all")  # fmt: skip
+    add_run_dir_args(p, "replay")
     p.add_argument("--channel", default="auto", type=channel_arg,
                    help="caller channel of stereo files: auto (loudest), 0, 1")  # fmt: skip
     p.add_argument("--html", metavar="FILE", help="also write the HTML report (one offline page, every turn)")
     add_stack_args(p)
     add_mirror_args(p)
     p.set_defaults(func=run)
+
+
+def add_run_dir_args(p: argparse.ArgumentParser, command: str) -> None:
+    """--out, --force, --resume: where a run of calls goes, and what becomes of a run already there."""
+    p.add_argument("--out", help=f"run directory (default runs/{command}-DATE-TIME); one that holds a run "
+                   "is refused unless --resume or --force")  # fmt: skip
+    p.add_argument("--force", action="store_true", help="with --out: replace the run the directory holds")
+    p.add_argument("--resume", action="store_true",
+                   help=f"with --out: {command} only the calls the run directory does not hold complete "
+                   "(after a crash or Ctrl-C); a call cut short is done again whole; the report covers "
+                   "all")  # fmt: skip
 
 
 def channel_arg(value: str) -> int | str:

@@ -9,7 +9,6 @@ the other calls go on.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from pathlib import Path
 from voice.audio import AudioError, load_audio
 from voice.probe.listening import Listener, write_turns
 from voice.probe.session import call
-from voice.replay import CallInput, References, failed_records
+from voice.replay import CallInput, References, failed_records, opened
 from voice.runlog import RunLog
 from voice.settings import VadConfig
 from voice.telephony import protocol
@@ -79,17 +78,10 @@ async def run(
 ) -> dict:
     from tqdm import tqdm
 
-    from voice.replay import _resumes
     from voice.report import summarize
 
     vad = vad or VadConfig()
-    async with contextlib.AsyncExitStack() as stack:
-        for mirror in mirrors:
-            await stack.enter_async_context(mirror)
-        log = RunLog(out, mirrors, resume=resume)
-        if resume:
-            env = {**env, "resumed": _resumes(out, log, calls)}
-            calls = [c for c in calls if c.name not in log.done]
+    async with opened(out, calls, env, mirrors, resume) as (log, calls, env):
         gate = asyncio.Semaphore(concurrency)
         with tqdm(total=len(calls), unit="call", desc="probe", file=sys.stderr) as bar:
 
