@@ -17,6 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import llm.support.models  # noqa: F401  registers the bundled model's name
 from llm.agentfile import BUNDLED_AGENT, load_agent_file
 from llm.serving.models import model_dir, served_name
 from llm.serving.process import ServerProcess
