@@ -93,13 +93,13 @@ def split_voice(path: Path) -> tuple[bytes, bytes, list[str]] | None:
 
 
 def without_lead(audio: np.ndarray, rate: int) -> np.ndarray:
-    """`audio` (float, or int16) less its leading silence (`LEAD_DB`, `LEAD_KEPT_S`); all of it when it
+    """`audio` (float, or int16) less its leading silence (`LEAD_DB`, `LEAD_KEPT_S`); nothing when it
     never sounds."""
     n = rate // 200
     scale = 32768.0 if audio.dtype.kind == "i" else 1.0
     frames = audio[: len(audio) // n * n].reshape(-1, n).astype(np.float64) / scale
     loud = np.nonzero(10 * np.log10(np.mean(frames**2, axis=1) + 1e-12) > LEAD_DB)[0]
-    return audio[max(0, loud[0] * n - int(LEAD_KEPT_S * rate)) :] if len(loud) else audio
+    return audio[max(0, loud[0] * n - int(LEAD_KEPT_S * rate)) :] if len(loud) else audio[:0]
 
 
 def _to_peak(audio: np.ndarray) -> np.ndarray:
@@ -180,7 +180,10 @@ class Synthesizer:
         for phonemes in self.voice.phonemize(text):
             if phonemes:
                 pieces = self._pieces(self.voice.phonemes_to_ids(phonemes), whole)
-                yield without_lead(next(pieces), self.sample_rate)
+                for piece in pieces:  # a piece that is all lead is not played at all
+                    if len(piece := without_lead(piece, self.sample_rate)):
+                        yield piece
+                        break
                 yield from pieces
 
     def _pieces(self, ids: list[int], whole: bool) -> Iterator[np.ndarray]:
