@@ -330,5 +330,6 @@ def compare_report(a: dict, b: dict, name_a: str, name_b: str) -> str:
     outside = [name for name, s in (("A", a), ("B", b)) if s.get("measured_from") == "outside"]
     if outside:
         side = " and ".join(outside)
-        lines.append(f"{side} measured from outside (ttfat probe): its '-' rows cannot be seen from there")
+        whose = "their" if len(outside) == 2 else "its"
+        lines.append(f"{side} measured from outside (ttfat probe): {whose} '-' rows cannot be seen there")
     return "\n".join(lines)
