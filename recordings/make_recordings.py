@@ -346,7 +346,8 @@ def resolve(calls: list[Call], store: Store) -> dict[str, list[Resolved]]:
 
 @functools.cache
 def _voice(length_scale: float) -> Synthesizer:
-    return Synthesizer(length_scale=length_scale, noise_scale=0.0, noise_w_scale=0.0)
+    # the callers' voice as piper makes it, its lead of silence kept: the recordings were made so
+    return Synthesizer(length_scale=length_scale, noise_scale=0.0, noise_w_scale=0.0, trim_lead=False)
 
 
 @functools.cache

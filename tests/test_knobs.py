@@ -20,7 +20,7 @@ from llm.support.models import BUNDLED
 from voice.cli import build_parser
 from voice.cli.decoding import GROUP, decoding_knobs
 
-DECODING_COMMANDS = {"generate", "ask", "replay", "talk", "bench-llm"}
+DECODING_COMMANDS = {"generate", "ask", "replay", "talk", "serve-agent", "bench-llm"}
 # a value of each knob a request may set that the bundled block-8 model takes as it is
 VALID = {"gen_length": 16, "block_length": 8, "sub_block_length": 4, "steps": 16, "threshold": 0.5,
          "factor": 1.5, "schedule": "timesteps", "confidence": "margin", "cache": "block", "temperature": 0.5,

@@ -121,13 +121,16 @@ class Synthesizer:
         noise_w_scale: float | None = None,
         volume: float = 1.0,
         use_cuda: bool = False,
+        trim_lead: bool = True,
     ):
+        """`trim_lead`: each sentence starts where it first sounds (`without_lead`); a voice for a caller's
+        recording keeps its silence (recordings/make_recordings.py)."""
         import onnxruntime
         from piper import PiperVoice, SynthesisConfig
         from piper.config import PiperConfig
 
         path, config = voice_files(voice)
-        self.path = path
+        self.path, self.trim_lead = path, trim_lead
         options = onnxruntime.SessionOptions()
         # onnxruntime keeps a memory plan for every input shape it has run, and every clause has its own
         # length: ~90 MB more after a few hundred clauses, still creeping through long runs (issue 22).
@@ -176,12 +179,12 @@ class Synthesizer:
         return np.clip(audio * self.config.volume * _MAX_INT16, -_MAX_INT16, _MAX_INT16).astype(np.int16)
 
     def _sentences(self, text: str, whole: bool) -> Iterator[np.ndarray]:
-        """Each sentence's audio in pieces (`whole`: one), less its leading silence (`without_lead`)."""
+        """Each sentence's audio in pieces (`whole`: one), less its leading silence (`trim_lead`)."""
         for phonemes in self.voice.phonemize(text):
             if phonemes:
                 pieces = self._pieces(self.voice.phonemes_to_ids(phonemes), whole)
-                for piece in pieces:  # a piece that is all lead is not played at all
-                    if len(piece := without_lead(piece, self.sample_rate)):
+                while self.trim_lead and (piece := next(pieces, None)) is not None:
+                    if len(piece := without_lead(piece, self.sample_rate)):  # all lead: not played
                         yield piece
                         break
                 yield from pieces

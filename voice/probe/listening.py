@@ -199,7 +199,7 @@ def as_spoken(text: str) -> str:
     """Whisper's written numbers as they were said ("$70" -> "seventy dollars", "5th" -> "fifth", "59"
     -> "fifty nine"), so the answer reads as the manifests' facts are written; numbers of four digits
     or more stay digits (order numbers are said digit by digit)."""
-    from llm.support.spoken import money, number, ordinal
+    from llm.numbers import money, number, ordinal
 
     cents = lambda m: int(m[1]) * 100 + int(m[2] or 0)  # noqa: E731
     text = re.sub(r"\$(\d{1,3})(?:\.(\d\d))?\b", lambda m: money(cents(m)), text)
