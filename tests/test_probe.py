@@ -21,6 +21,7 @@ import soundfile as sf
 from asr.whisper import Transcriber
 from tests.peers import FILLER, GAP_S, Peer
 from tests.test_html import Dom, chromium, js_round
+from tests.test_mqtt import broker  # noqa: F401 (fixture: a real mosquitto)
 from tts.piper import Synthesizer
 from voice.audio import load_audio
 from voice.probe.agreement import joined
@@ -274,3 +275,40 @@ def test_a_pipecat_agent_heard_from_outside_beside_ours(tmp_path, two_calls, our
     compared = subprocess.run([*TTFAT, "compare", str(tmp_path / "pipecat"), str(ours[1])], cwd=ROOT,
                               capture_output=True, text=True, timeout=60)  # fmt: skip
     assert compared.returncode == 0 and "A and B measured from outside" in compared.stdout
+
+
+def test_a_probe_run_goes_over_mqtt_and_otlp_and_resumes(tmp_path, listener, broker):  # noqa: F811
+    """The mirrors of replay on a probe run (a real mosquitto broker and collector, an OTLP receiver), then
+    `--resume` with a call more: only that call is made."""
+    from tests.test_mqtt import HOST, collector, until
+    from tests.test_otlp import Receiver, attrs
+    from voice.mqtt import MqttPublisher
+    from voice.otlp import TraceExporter
+
+    folder, out = clip(tmp_path / "calls", "call01", 6.0), tmp_path / "run"
+    receiver = Receiver()
+    try:
+        with Peer("speaks", voice=Synthesizer()) as peer:
+            line = Line(peer.url, linger_s=1.0)
+
+            async def first_run() -> Path:
+                port = broker.port
+                # a probe's events come when each call is over: the collector waits out a whole call
+                task, subscribed = collector(tmp_path, port, workers=1, idle_timeout=60)
+                await until(lambda: subscribed)
+                mirrors = [MqttPublisher(HOST, port, "r1", environment={}), TraceExporter(receiver.url)]
+                await run(find_calls([str(folder)]), line, listener, out, 1, {}, mirrors)
+                return await asyncio.wait_for(task, 30)
+
+            collected = asyncio.run(first_run())
+            (record,) = read_run(out)[0]
+            clip(folder, "call02", 6.0)  # one call more in the manifest
+            asyncio.run(run(find_calls([str(folder)]), line, listener, out, 1, {}, resume=True))
+    finally:
+        receiver.close()
+    assert record["status"] == "ok" and read_run(collected)[0] == [record]  # over MQTT, the same record
+    (root,) = [s for s in receiver.spans() if not s.parent_span_id]  # one turn, one trace
+    assert attrs(root)["ttfat.first_useful_audio_ms"] == pytest.approx(record["first_useful_audio_ms"])
+    records, summary = read_run(out)
+    assert [r["call"] for r in records] == ["call01-6s", "call02-6s"] and records[0] == record
+    assert peer.calls == 2 and summary["environment"]["resumed"][-1]["calls_kept"] == 1
