@@ -39,7 +39,6 @@ class Session:
     origin_ns: int = 0
     ended_ns: int = 0
     failure: str | None = None  # why the call ended before the probe ended it
-    messages: list[tuple[int, str, int]] = field(default_factory=list)  # (arrival, kind, samples)
     marks: list[tuple[int, str]] = field(default_factory=list)  # the agent's marks to play: (heard by, name)
 
 
@@ -156,10 +155,8 @@ async def _receive(ws, wire, session: Session, last: list[int], clock) -> None:
                 return
             if isinstance(parsed, Media):
                 session.playout.arrive(now, parsed.samples)
-                session.messages.append((now, "media", len(parsed.samples)))
             elif isinstance(parsed, Clear):
                 session.playout.clear(now)
-                session.messages.append((now, "clear", 0))
                 await _echo(ws, wire, session, None)  # a clear plays out every mark at once
             elif isinstance(parsed, Mark):
                 session.marks.append((session.playout.busy_until_ns, parsed.name))
