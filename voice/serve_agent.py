@@ -41,7 +41,7 @@ async def answer_call(ws, stages: Stages, settings: Settings, log: RunLog, numbe
         async for message in ws:
             parsed = wire.parse(message)
             if isinstance(parsed, Start) and call is None:
-                name = _call_name(message, parsed, number)
+                name = str(parsed.parameters.get("call") or parsed.stream_sid or f"call{number}")
                 speaker = LineSpeaker(ws.send, wire, time.monotonic_ns)
                 call = Call(name, None, stages, settings, speaker=speaker)
                 log.watch(call.timeline)
@@ -69,13 +69,6 @@ async def _run(call: Call, source: LineSource, stages: Stages) -> None:
     if stages.agent.greeting:
         await greet(call.timeline, stages, call.speaker, stages.agent.greeting)
     await call.run(source)
-
-
-def _call_name(message: str, start: Start, number: int) -> str:
-    import json
-
-    params = json.loads(message).get("start", {}).get("customParameters") or {}
-    return str(params.get("call") or start.stream_sid or f"call{number}")
 
 
 async def serve(

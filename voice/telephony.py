@@ -88,6 +88,7 @@ class Clear:
 class Start:
     stream_sid: str
     call_sid: str
+    parameters: dict  # the caller's customParameters (a probe names its call there: `call`)
 
 
 @dataclass
@@ -127,6 +128,10 @@ class Twilio:
         self.sequence += 1
         connected = json.dumps({"event": "connected", "protocol": "Call", "version": "1.0.0"})
         return [connected, self._event("start", start=start)]
+
+    def carried(self, samples: np.ndarray) -> np.ndarray:
+        """`samples` as the other side decodes them (μ-law's rounding)."""
+        return ulaw_decode(ulaw_encode(samples))
 
     def caller_media(self, samples: np.ndarray, timestamp_ms: int) -> str:
         self.chunk += 1
@@ -178,7 +183,7 @@ class Twilio:
         if event == "start":
             start = data["start"]
             self.stream_sid = start.get("streamSid") or data.get("streamSid") or self.stream_sid
-            return Start(self.stream_sid, str(start.get("callSid", "")))
+            return Start(self.stream_sid, str(start.get("callSid", "")), start.get("customParameters") or {})
         if event == "stop":
             return Stop()
         return None  # connected, dtmf, and what a variant adds
@@ -194,6 +199,10 @@ class Pcm:
 
     def opening(self) -> list[bytes]:
         return []
+
+    def carried(self, samples: np.ndarray) -> np.ndarray:
+        """`samples` as the other side decodes them (16-bit rounding)."""
+        return pcm16_decode(pcm16_encode(samples))
 
     def caller_media(self, samples: np.ndarray, timestamp_ms: int) -> bytes:
         return pcm16_encode(samples)

@@ -110,9 +110,7 @@ def _as_received(frames: list[np.ndarray], wire: Twilio | Pcm) -> np.ndarray:
     """The caller's audio as the agent decodes it: the wire's encoding undone, back at 16 kHz."""
     if not frames:
         return np.zeros(0, dtype=np.float32)
-    sent = np.concatenate(frames)
-    decoded = wire.parse(wire.caller_media(sent, 0))
-    return resample(decoded.samples, wire.rate, RATE)
+    return resample(wire.carried(np.concatenate(frames)), wire.rate, RATE)
 
 
 async def _send(ws, wire, frames, session: Session, last: list[int], waits: tuple[float, float], clock):
