@@ -53,7 +53,10 @@ def test_a_filler_lead_in_is_a_clause_of_its_own():
     chunker = Chunker(min_words=4, fillers=STORE_FILLERS)
     clauses = chunker.feed("Of course, I will connect you. Okay, so,", 0) + chunker.flush()
     assert [(c.text, c.filler) for c in clauses] == [
-        ("Of course,", True), ("I will connect you.", False), ("Okay,", True), ("so,", True)
+        ("Of course,", True),
+        ("I will connect you.", False),
+        ("Okay,", True),
+        ("so,", True),
     ]
     clauses = Chunker(min_words=4).feed("Yes, it shipped. ", 0)  # not a filler, and short: no cut
     assert [c.text for c in clauses] == ["Yes, it shipped."]

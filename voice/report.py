@@ -75,7 +75,7 @@ def stats(values: list[float], digits: int = 1) -> dict:
 
 
 def measured_from(turns: list[dict]) -> str:
-    """"outside" for a probe's run (voice/probe/): only what the audio shows was measured."""
+    """ "outside" for a probe's run (voice/probe/): only what the audio shows was measured."""
     return "outside" if any(t.get("measured_from") == "outside" for t in turns) else "inside"
 
 

@@ -138,7 +138,7 @@ async def write_turns(
             log.emit("turn_done", at(end), status="error")
             continue
         log.emit("t0", at(t0))
-        if k and heard.loud[start:start + 1].any():
+        if k and heard.loud[start : start + 1].any():
             stop = heard.silence(start, end)
             log.note(barge_in={"agent_stopped": stop is not None and stop < t0,
                                "stop_ms": None if stop is None else (stop - start) * 10})  # fmt: skip
