@@ -6,14 +6,14 @@ Whisper encodes a 30 s window whatever the length of the audio, so tiny.en costs
 turn as for a 30 s one. `window="fit"` encodes only the audio there is (its length plus a margin, with
 a floor) and bounds the decode by the audio's length, as short windows otherwise loop. Measured in
 `bench/asr_window.py`: about 5x cheaper at the same word error rate, but short windows miscopy digits
-("order 5011" heard as "511"), so `window="auto"` decodes a transcript holding a number again at 30 s,
-unless the agent can tell the number came out whole (`numbers_whole`: the bundled agent's order numbers
-have four digits, and a short window's slips drop or double one). When it is not whole but long
-(`read_digits`), the fitted window's beam is asked first for its `nbest` likeliest readings, and the
-likeliest whole one is taken unless it is far less likely than the best reading (`READING_GAP`) or
-says words twice over: the encoding is reused, so this costs a beam decode (100-200 ms here) where the
-30 s pass costs 450-600. Only when no reading will do does the 30 s pass run. Measured in
-`bench/asr_window.py`.
+("order 5011" heard as "511"), so `window="auto"` decodes a transcript holding a long number again
+(`long_digits`: one that may spell three digits or more; a short window's slips drop or double a digit of
+a long number, and the short ones it hears as the 30 s window does), unless the agent can tell the number
+came out whole (`numbers_whole`: the bundled agent's order numbers have four digits). The fitted window's
+beam is asked first for its `nbest` likeliest readings, and the likeliest whole one is taken unless it is
+far less likely than the best reading (`READING_GAP`) or says words twice over: the encoding is reused,
+so this costs a beam decode (100-200 ms here) where the 30 s pass costs 450-600. Only when no reading
+will do does the 30 s pass run. Measured in `bench/asr_window.py`.
 """
 
 from __future__ import annotations
@@ -37,10 +37,11 @@ FULL_WINDOW_S = 30
 # with 10 readings, "fifteen" alone also reads "15. 16." (a whole "1516"); the slips the readings mend
 # sit within 0.15 of the best (bench/asr_window.py, the recorded callers' turns and the pause-cut audio).
 READING_GAP = 0.25
-# The readings are looked at only when the first pass's words hold this many digits: a short window's
-# slip drops or doubles a digit of a long number ("5011" as "511"); "5 5" or "10 meters" read otherwise
-# would be another number, not a mended one, and are heard again at 30 s without the readings' cost.
-READ_DIGITS = 3
+# A fitted window's words are heard again only when a number in them may spell this many digits: its
+# slips drop or double a digit of a long number ("5011" as "511", "7770" as "77770"). On the human clips,
+# the telephone prompts and recordings/ (bench/asr_window.py), every shorter number ("5 5", "10 meters",
+# "fifteen", "seven of clubs") reads the same digits at 30 s, which would put 450-600 ms on its path.
+LONG_DIGITS = 3
 
 
 class AsrModelError(RuntimeError):
@@ -115,8 +116,9 @@ class Transcriber:
     """`Transcriber().transcribe(audio_16k_float32)` -> Transcript.
 
     `window`: "full" (faster-whisper's own 30 s loop), "fit" (the audio's length + `margin_s`, at least
-    `min_window_s`) or "auto" (fit, and 30 s again when the words hold a number that `numbers_whole`
-    does not read as whole, and none of the fitted window's `nbest` readings does either; 0: no n-best)."""
+    `min_window_s`) or "auto" (fit, and 30 s again when the words hold a number of `long_digits` or more
+    that `numbers_whole` does not read as whole, and none of the fitted window's `nbest` readings does
+    either; 0: no n-best)."""
 
     def __init__(
         self,
@@ -131,7 +133,7 @@ class Transcriber:
         margin_s: float = 2.0,
         numbers_whole: Callable[[str], bool] | None = None,
         nbest: int = 10,
-        read_digits: int = READ_DIGITS,
+        long_digits: int = LONG_DIGITS,
     ):
         if window not in WINDOWS:
             raise AsrModelError(f"the ASR window must be one of {WINDOWS}, not {window!r}")
@@ -151,7 +153,7 @@ class Transcriber:
         self.name, self.path, self.beam_size = model, path, beam_size
         self.window, self.min_window_s, self.margin_s = window, min_window_s, margin_s
         self.numbers_whole = numbers_whole  # words it says are whole are not heard again (window "auto")
-        self.nbest, self.read_digits = nbest, read_digits
+        self.nbest, self.long_digits = nbest, long_digits
         self.english_only = self.model.model.is_multilingual is False
         from faster_whisper.tokenizer import Tokenizer
         from faster_whisper.transcribe import get_suppressed_tokens
@@ -182,15 +184,15 @@ class Transcriber:
         return Transcript(text, seconds, (time.perf_counter() - start) * 1e3, [f"fit {window:g} s"], encoding)
 
     def needs_second_pass(self, first: Transcript) -> bool:
-        """With window "auto", a fitted window's words holding a number are heard again (`second_pass`),
-        unless `numbers_whole` (the agent's) says the number they hold is whole as it needs it."""
+        """With window "auto", a fitted window's words holding a number of `long_digits` or more are heard
+        again (`second_pass`), unless `numbers_whole` (the agent's) says it is whole as the agent needs it."""
         whole = self.numbers_whole is not None and self.numbers_whole(first.text)
         fitted = self.window == "auto" and self._window(first.seconds) < FULL_WINDOW_S
-        return fitted and has_number(first.text) and not whole
+        return fitted and number_digits(first.text) >= self.long_digits and not whole
 
     def second_pass(self, audio: np.ndarray, first: Transcript) -> Transcript:
-        """When the first pass holds `read_digits` digits, the likeliest of the fitted window's `nbest`
-        readings whose number `numbers_whole` reads as whole, unless it is `READING_GAP` less likely than
+        """The likeliest of the fitted window's `nbest` readings whose number `numbers_whole` reads as
+        whole, unless it is `READING_GAP` less likely than
         the best reading or says words twice over where the first pass did not (a short window's loop:
         "15." read as "15. 15.", a whole "1515"); else faster-whisper's 30 s loop, as in "full"."""
         import numpy as np
@@ -198,8 +200,7 @@ class Transcriber:
         start = time.perf_counter()
         audio = audio.astype(np.float32, copy=False)
         passes, text = list(first.passes), None
-        long_number = len(re.findall(r"\d", first.text)) >= self.read_digits
-        if self.nbest and self.numbers_whole and first.encoding is not None and long_number:
+        if self.nbest and self.numbers_whole and first.encoding is not None:
             passes.append(f"{passes[-1]}, {self.nbest}-best")
             readings = self._decode(first.encoding, audio, beam_size=max(self.nbest, self.beam_size),
                                     readings=self.nbest)  # fmt: skip
@@ -268,6 +269,21 @@ _NUMBER = re.compile(
 def has_number(text: str) -> bool:
     """Whether a transcript holds a number, in digits or in words (where short windows err)."""
     return bool(_NUMBER.search(text))
+
+
+_SPELLED = {**dict.fromkeys(("zero", "oh", "one", "two", "three", "four", "five", "six", "seven", "eight",
+                             "nine"), 1), "thousand": 3}  # fmt: skip
+
+
+def number_digits(text: str) -> int:
+    """The most digits one number in `text` may spell: numerals and number words back to back make one
+    ("42 17", "777-0", "fifty eleven"), each word counted at its most ("fifty" 2, "thousand" 3)."""
+    most = run = 0
+    for token in re.findall(r"\d+|[a-z]+", text.lower()):
+        digits = len(token) if token.isdigit() else _SPELLED.get(token, 2 * bool(_NUMBER.fullmatch(token)))
+        run = run + digits if digits else 0
+        most = max(most, run)
+    return most
 
 
 def _loops(text: str) -> int:

@@ -28,7 +28,7 @@ from pathlib import Path
 from calls import human_calls
 
 import llm.support.models  # noqa: F401  registers the bundled models' names
-from asr.whisper import Transcriber
+from asr.whisper import LONG_DIGITS, Transcriber
 from llm.serving.client import OpenAIChat
 from llm.serving.models import model_dir, served_name
 from llm.serving.process import ServerProcess
@@ -45,10 +45,11 @@ from voice.stages import Stages
 from voice.timeline import CRITICAL_PATH, Timeline, waiting_on
 
 SERIAL = Settings().serial()
-# name -> (settings, ASR window, numbers): numbers None hears every fitted window's number again at 30 s;
-# 0 keeps one the agent's numbers_whole reads as whole (lever 1); n also takes the likeliest whole one of
-# the fitted window's n readings before the 30 s pass (lever 4). Each lever alone on top of the serial
-# pipeline, and all of them.
+# name -> (settings, ASR window, numbers[, long digits]): numbers None hears every fitted window's number
+# again at 30 s; 0 keeps one the agent's numbers_whole reads as whole (lever 1); n also takes the likeliest
+# whole one of the fitted window's n readings before the 30 s pass (lever 4). Long digits: how many digits
+# a number must spell to be heard again at all (lever 6; 1: any number, as before). Each lever alone on top
+# of the serial pipeline, and all of them.
 CONFIGS = {
     "serial": (SERIAL, "full", None),
     "asr auto window": (SERIAL, "auto", None),
@@ -63,6 +64,7 @@ CONFIGS = {
     "overlapped": (Settings(), "auto", 10),
     "overlapped, numbers re-heard": (Settings(), "auto", None),
     "overlapped, numbers at 30 s": (Settings(), "auto", 0),
+    "overlapped, short numbers heard again": (Settings(), "auto", 10, 1),
     "overlapped, first clause whole": (replace(Settings(), split_first_clause=False), "auto", 10),
     "overlapped, tts on first words": (replace(Settings(), tts_on_first_words=True), "auto", 10),
     "streamed speech": (replace(SERIAL, stream_speech=True), "full", None),
@@ -113,16 +115,19 @@ def cut_mid_sentence(turn: dict) -> bool:
 
 
 def replay_config(name, paths, server, pid, parts, args) -> dict:
-    settings, window, numbers = CONFIGS[name]
+    settings, window, numbers, *long_digits = CONFIGS[name]
     transcriber, synthesizer, turn_model = parts
     transcriber.window, transcriber.numbers_whole = window, None if numbers is None else holds_order_id
     transcriber.nbest = numbers or 0
+    transcriber.long_digits = 1 if numbers is None else long_digits[0] if long_digits else LONG_DIGITS
     stages = Stages(transcriber, store_agent(OpenAIChat(server)), synthesizer, turn_model)
     out = Path(args.out) / name.replace(" ", "-").replace("+", "plus")
     lags: list[float] = []
     emit_ns.clear()
     cpu = time.process_time(), cpu_s(pid)
-    env = environment(mode=args.mode, config=name, asr_window=window, numbers=numbers)
+    env = environment(
+        mode=args.mode, config=name, asr_window=window, numbers=numbers, long_digits=transcriber.long_digits
+    )
     summary = asyncio.run(
         with_lag_probe(run(find_calls(paths), stages, replace(settings, mode=args.mode), out, 1, env), lags)
     )

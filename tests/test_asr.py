@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from asr.whisper import AsrModelError, Transcriber, bundled_model
+from asr.whisper import AsrModelError, Transcriber, bundled_model, number_digits
 from voice.audio import load_audio
 from voice.report import wer
 
@@ -46,8 +46,16 @@ def test_models_are_local_only():
         bundled_model("large-v3")  # a size name would download: refused, with the choices
 
 
+def test_how_many_digits_a_number_may_spell():
+    """What decides whether a fitted window's words are heard again: numbers back to back make one, and a
+    word counts at its most, so a long number is never taken for a short one."""
+    cases = {"Two.": 1, "5 5": 2, "10 of clubs.": 2, "Eight of spades, four of clubs.": 1, "order 511": 3,
+             "777-0": 4, "One, two, three.": 3, "fifty eleven": 4, "one hundred": 3, "Hi.": 0}  # fmt: skip
+    assert {text: number_digits(text) for text in cases} == cases
+
+
 def test_a_number_the_agent_reads_whole_keeps_the_fitted_windows_words():
-    """Window "auto" hears words holding a number again (a short window drops or doubles a digit) unless
+    """Window "auto" hears words holding a long number again (a short window drops or doubles a digit) unless
     the agent's `numbers_whole` reads the number as whole: the bundled agent's four-digit order numbers.
     Heard again, the fitted window's 10 likeliest readings come first, and only when none will do the 30 s
     window. On the recorded callers: order 1533 comes out whole from the fitted window and is kept;
@@ -79,13 +87,12 @@ def test_a_number_the_agent_reads_whole_keeps_the_fitted_windows_words():
         assert result.passes == passes and parse_order_id(result.text) == order, result
     silence = auto.first_pass(np.zeros(16000, np.float32))
     assert not auto.needs_second_pass(silence)  # no number: one pass, as before
-    # "fifteen" said alone: two digits are no long number, heard again at 30 s without the readings; and
-    # where the readings are looked at for any number, the fitted window also reads it "15. 15." and
-    # "15. 16.", which spell whole four-digit numbers: neither is taken (the first says its words twice,
-    # the second is far less likely than the best reading)
+    # "fifteen" said alone: two digits are no long number, and not heard again; where any number is, the
+    # fitted window also reads it "15. 15." and "15. 16.", which spell whole four-digit numbers: neither is
+    # taken (the first says its words twice, the second is far less likely than the best reading)
     fifteen = load_audio(SPEECH / "telephony" / "digits__15.flac").samples
-    for transcriber, passes in ((auto, ["fit 10 s", "30 s"]),
-                                (Transcriber(window="auto", numbers_whole=holds_order_id, read_digits=1),
+    for transcriber, passes in ((auto, ["fit 10 s"]),
+                                (Transcriber(window="auto", numbers_whole=holds_order_id, long_digits=1),
                                  ["fit 10 s", "fit 10 s, 10-best", "30 s"])):  # fmt: skip
         result = transcriber.transcribe(fifteen)
         assert result.passes == passes and "".join(c for c in result.text if c.isdigit()) == "15", result

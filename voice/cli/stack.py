@@ -98,8 +98,8 @@ def add_stack_args(p: argparse.ArgumentParser) -> None:
         "--asr-window",
         choices=WINDOWS,
         default="auto",
-        help="Whisper's window: full 30 s, fit to the audio, or auto (fit; words holding a number are heard "
-        "again, unless the agent file's numbers_whole says the number is whole)",
+        help="Whisper's window: full 30 s, fit to the audio, or auto (fit; words holding a number that may "
+        "spell three digits or more are heard again, unless the agent file's numbers_whole says it is whole)",
     )
     g.add_argument(
         "--asr-readings",
