@@ -191,27 +191,31 @@ class Transcriber:
         return fitted and number_digits(first.text) >= self.long_digits and not whole
 
     def second_pass(self, audio: np.ndarray, first: Transcript) -> Transcript:
-        """The likeliest of the fitted window's `nbest` readings whose number `numbers_whole` reads as
-        whole, unless it is `READING_GAP` less likely than
-        the best reading or says words twice over where the first pass did not (a short window's loop:
-        "15." read as "15. 15.", a whole "1515"); else faster-whisper's 30 s loop, as in "full"."""
+        """For a number of `LONG_DIGITS` or more, a whole one among the fitted window's readings
+        (`whole_reading`); else, or when none will do, faster-whisper's 30 s loop, as in "full"."""
         import numpy as np
 
         start = time.perf_counter()
         audio = audio.astype(np.float32, copy=False)
         passes, text = list(first.passes), None
-        if self.nbest and self.numbers_whole and first.encoding is not None:
+        if self.nbest and self.numbers_whole and first.encoding is not None and long_number(first.text):
             passes.append(f"{passes[-1]}, {self.nbest}-best")
-            readings = self._decode(first.encoding, audio, beam_size=max(self.nbest, self.beam_size),
-                                    readings=self.nbest)  # fmt: skip
-            loops, best = _loops(first.text), readings[0][1]
-            fits = (r for r, score in readings if best - score <= READING_GAP and _loops(r) <= loops)
-            text = next((r for r in fits if self.numbers_whole(r)), None)
+            text = self.whole_reading(audio, first)
         if text is None:
             text = self._full(audio)
             passes.append("30 s")
         ms = first.compute_ms + (time.perf_counter() - start) * 1e3
         return Transcript(text, first.seconds, ms, passes)
+
+    def whole_reading(self, audio: np.ndarray, first: Transcript) -> str | None:
+        """The likeliest of the fitted window's `nbest` readings whose number `numbers_whole` reads as
+        whole, unless it is `READING_GAP` less likely than the best reading or says words twice over where
+        the first pass did not (a short window's loop: "15." read as "15. 15.", a whole "1515")."""
+        readings = self._decode(first.encoding, audio, beam_size=max(self.nbest, self.beam_size),
+                                readings=self.nbest)  # fmt: skip
+        loops, best = _loops(first.text), readings[0][1]
+        fits = (r for r, score in readings if best - score <= READING_GAP and _loops(r) <= loops)
+        return next((r for r in fits if self.numbers_whole(r)), None)
 
     def words(self, audio: np.ndarray) -> list[Word]:
         """The words of `audio` with their times, at 30 s windows (how `ttfat probe` hears an agent)."""
@@ -284,6 +288,12 @@ def number_digits(text: str) -> int:
         run = run + digits if digits else 0
         most = max(most, run)
     return most
+
+
+def long_number(text: str) -> bool:
+    """Whether a number in `text` may spell `LONG_DIGITS` digits: one a short window may have slipped on;
+    a short one read otherwise would be another number, not a mended one."""
+    return number_digits(text) >= LONG_DIGITS
 
 
 def _loops(text: str) -> int:

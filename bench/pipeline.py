@@ -48,8 +48,8 @@ SERIAL = Settings().serial()
 # name -> (settings, ASR window, numbers[, long digits]): numbers None hears every fitted window's number
 # again at 30 s; 0 keeps one the agent's numbers_whole reads as whole (lever 1); n also takes the likeliest
 # whole one of the fitted window's n readings before the 30 s pass (lever 4). Long digits: how many digits
-# a number must spell to be heard again at all (lever 6; 1: any number, as before). Each lever alone on top
-# of the serial pipeline, and all of them.
+# a number must spell to be heard again at all (lever 6; 1: any number, as before it). Each lever alone on
+# top of the serial pipeline, and all of them.
 CONFIGS = {
     "serial": (SERIAL, "full", None),
     "asr auto window": (SERIAL, "auto", None),
