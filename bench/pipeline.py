@@ -120,7 +120,8 @@ def replay_config(name, paths, server, pid, parts, args) -> dict:
     transcriber.window, transcriber.numbers_whole = window, None if numbers is None else holds_order_id
     transcriber.nbest = numbers or 0
     transcriber.long_digits = 1 if numbers is None else long_digits[0] if long_digits else LONG_DIGITS
-    stages = Stages(transcriber, store_agent(OpenAIChat(server)), synthesizer, turn_model)
+    chat = OpenAIChat(server)
+    stages = Stages(transcriber, store_agent(chat), synthesizer, turn_model)
     out = Path(args.out) / name.replace(" ", "-").replace("+", "plus")
     lags: list[float] = []
     emit_ns.clear()
@@ -128,9 +129,15 @@ def replay_config(name, paths, server, pid, parts, args) -> dict:
     env = environment(
         mode=args.mode, config=name, asr_window=window, numbers=numbers, long_digits=transcriber.long_digits
     )
-    summary = asyncio.run(
-        with_lag_probe(run(find_calls(paths), stages, replace(settings, mode=args.mode), out, 1, env), lags)
-    )
+
+    async def replayed() -> dict:
+        try:
+            return await with_lag_probe(run(find_calls(paths), stages, replace(settings, mode=args.mode), out,
+                                            1, env), lags)  # fmt: skip
+        finally:  # closed on its own loop: left to the collector, it closes on the next config's, and fails
+            await chat.client.close()
+
+    summary = asyncio.run(replayed())
     turns = [json.loads(line) for line in (out / "turns.jsonl").read_text().splitlines()]
     cpu_ms = ((time.process_time() - cpu[0]) * 1e3, (cpu_s(pid) - cpu[1]) * 1e3)
     waste = [t.get("discarded") or {} for t in turns]
