@@ -115,11 +115,11 @@ def cut_mid_sentence(turn: dict) -> bool:
 
 
 def replay_config(name, paths, server, pid, parts, args) -> dict:
-    settings, window, numbers, *long_digits = CONFIGS[name]
+    settings, window, numbers, *given = CONFIGS[name]
+    long_digits = given[0] if given else 1 if numbers is None else LONG_DIGITS
     transcriber, synthesizer, turn_model = parts
     transcriber.window, transcriber.numbers_whole = window, None if numbers is None else holds_order_id
-    transcriber.nbest = numbers or 0
-    transcriber.long_digits = 1 if numbers is None else long_digits[0] if long_digits else LONG_DIGITS
+    transcriber.nbest, transcriber.long_digits = numbers or 0, long_digits
     chat = OpenAIChat(server)
     stages = Stages(transcriber, store_agent(chat), synthesizer, turn_model)
     out = Path(args.out) / name.replace(" ", "-").replace("+", "plus")
@@ -127,7 +127,7 @@ def replay_config(name, paths, server, pid, parts, args) -> dict:
     emit_ns.clear()
     cpu = time.process_time(), cpu_s(pid)
     env = environment(
-        mode=args.mode, config=name, asr_window=window, numbers=numbers, long_digits=transcriber.long_digits
+        mode=args.mode, config=name, asr_window=window, numbers=numbers, long_digits=long_digits
     )
 
     async def replayed() -> dict:

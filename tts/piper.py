@@ -183,8 +183,8 @@ class Synthesizer:
         for phonemes in self.voice.phonemize(text):
             if phonemes:
                 pieces = self._pieces(self.voice.phonemes_to_ids(phonemes), whole)
-                while self.trim_lead and (piece := next(pieces, None)) is not None:
-                    if len(piece := without_lead(piece, self.sample_rate)):  # all lead: not played
+                for piece in pieces if self.trim_lead else ():
+                    if len(piece := without_lead(piece, self.sample_rate)):  # a piece all lead is not played
                         yield piece
                         break
                 yield from pieces
