@@ -23,9 +23,9 @@ from pathlib import Path
 
 from asr.whisper import Transcriber
 from llm.support.spoken import holds_order_id, parse_order_id
-from voice.audio import load_audio
-from voice.environment import cpu_name
-from voice.report import normalize, percentile, wer
+from voice.pipeline.audio import load_audio
+from voice.record.environment import cpu_name
+from voice.reports.summary import normalize, percentile, wer
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "speech"
 RECORDINGS = Path(__file__).resolve().parents[1] / "recordings"

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from voice.audio import RATE, load_audio
+from voice.pipeline.audio import RATE, load_audio
 
 HUMAN = ("ps__goforward", "ps__cards_001", "ps__cards_002", "ps__cards_003", "ps__cards_004", "ps__cards_005",
          "ps__forever_input_2", "sr__english", "wfw__turn_on_the_living_room_lamp", "gcs__brooklyn_audio",

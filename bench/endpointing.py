@@ -19,12 +19,12 @@ from pathlib import Path
 from calls import human_calls
 
 from asr.whisper import Transcriber
-from voice.audio import load_audio
-from voice.endpointing import SmartTurn, goes_on
-from voice.environment import cpu_name
-from voice.replay import find_calls
-from voice.settings import VadConfig
-from voice.turns import Pause, Resume, Turn, TurnDetector
+from voice.pipeline.audio import load_audio
+from voice.pipeline.endpointing import SmartTurn, goes_on
+from voice.pipeline.settings import VadConfig
+from voice.pipeline.turns import Pause, Resume, Turn, TurnDetector
+from voice.record.environment import cpu_name
+from voice.runs.replay import find_calls
 
 
 def pauses(paths: list[str]) -> list[tuple[Pause, bool]]:

@@ -9,7 +9,7 @@ first committed token <= 1/4 of the reference's.
 Releasing text (issue 47): our engine streams the committed prefix, a token as soon as it and all before
 it are final; SGLang streams a dLLM a finished block at a time. On the bundled model and held-out
 support-line prompts, the same decoding of each prompt is read both ways: when the first answer token
-and the first clause (voice/chunker.py, as TTS would take it) are released, as same-run ratios.
+and the first clause (voice/pipeline/chunker.py, as TTS would take it) are released, as same-run ratios.
 
     python bench/engine.py [--lengths 32 64 256] [--prompt 64] [--repeats 2] [--release-only]
 """
@@ -32,7 +32,7 @@ from llm.engine.engine import Engine
 from llm.engine.model import Transformer
 from llm.engine.params import GenerationParams
 from llm.support.models import BUNDLED
-from voice.environment import cpu_name
+from voice.record.environment import cpu_name
 
 VOCAB = 4096
 
@@ -181,7 +181,7 @@ def release_times(engine: Engine, prompt: list[int], params: GenerationParams) -
 
 def first_clause(texts: list[str]) -> int | None:
     """The index of the token that completes the answer's first clause, as the pipeline cuts clauses."""
-    from voice.chunker import Chunker
+    from voice.pipeline.chunker import Chunker
 
     for i, text in enumerate(texts):
         if Chunker(min_words=4, split_first=True).feed(text, 0):

@@ -26,8 +26,8 @@ import torch
 from llm.engine.engine import Engine
 from llm.engine.params import GenerationParams
 from llm.support.conversations import make_examples
-from voice.environment import cpu_name
-from voice.report import percentile
+from voice.record.environment import cpu_name
+from voice.reports.summary import percentile
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -104,8 +104,10 @@ def main() -> None:
     )
     ap.add_argument("--out", default="runs/gpu.json")
     args = ap.parse_args()
-    import llm.support.models  # noqa: F401  registers the bundled models' names
     from llm.serving.models import model_dir
+    from llm.support.models import register_bundled
+
+    register_bundled()
 
     report = {"device": device_name(args.device), "torch": torch.__version__,
               "python": platform.python_version(), "models": []}  # fmt: skip

@@ -11,12 +11,12 @@ import os
 
 import torch
 
-import llm.support.models  # noqa: F401  registers the bundled models' names
 from llm.serving.loadgen import bench
 from llm.serving.models import model_dir, served_name
 from llm.serving.process import ServerProcess
 from llm.support.conversations import answer_prompts
-from voice.environment import cpu_name
+from llm.support.models import register_bundled
+from voice.record.environment import cpu_name
 
 
 def main() -> None:
@@ -27,6 +27,7 @@ def main() -> None:
     ap.add_argument("--dtype", choices=("float32", "bfloat16"), help="the server's (default: its own)")
     ap.add_argument("--threads", type=int, help="the server's CPU threads (default: its own)")
     args = ap.parse_args()
+    register_bundled()
     print(f"# server bench: {cpu_name()}, torch {torch.__version__}")
     print(f"# model {args.model}, dtype {args.dtype or 'default'}, threads {args.threads or 'default'}; "
           "server in its own process")  # fmt: skip

@@ -27,22 +27,22 @@ from pathlib import Path
 
 from calls import human_calls
 
-import llm.support.models  # noqa: F401  registers the bundled models' names
 from asr.whisper import LONG_DIGITS, Transcriber
 from llm.serving.client import OpenAIChat
 from llm.serving.models import model_dir, served_name
 from llm.serving.process import ServerProcess
+from llm.support.models import register_bundled
 from llm.support.spoken import holds_order_id
 from llm.support.tools import store_agent
 from tts.piper import Synthesizer
-from voice.anchors import STAGES
-from voice.endpointing import SmartTurn
-from voice.environment import cpu_name, environment
-from voice.replay import find_calls, run
-from voice.report import percentile
-from voice.settings import Settings, VadConfig
-from voice.stages import Stages
-from voice.timeline import CRITICAL_PATH, Timeline, waiting_on
+from voice.pipeline.endpointing import SmartTurn
+from voice.pipeline.settings import Settings, VadConfig
+from voice.pipeline.stages import Stages
+from voice.record.environment import cpu_name, environment
+from voice.reports.summary import percentile
+from voice.runs.replay import find_calls, run
+from voice.timing.anchors import STAGES
+from voice.timing.timeline import CRITICAL_PATH, Timeline, waiting_on
 
 SERIAL = Settings().serial()
 # name -> (settings, ASR window, numbers[, long digits]): numbers None hears every fitted window's number
@@ -161,6 +161,7 @@ def main() -> None:
     ap.add_argument("--llm-model", default="bundled")
     ap.add_argument("--out", default="runs/bench-pipeline")
     args = ap.parse_args()
+    register_bundled()
     Timeline.emit = timed_emit(Timeline.emit)
     tmp = Path(tempfile.mkdtemp(prefix="ttfat-human-"))
     paths = human_calls(tmp) if args.calls == "human" else ["recordings"]

@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from voice.environment import cpu_name
+from voice.record.environment import cpu_name
 
 ANSWERS = [  # clauses are drawn from their words
     "your order shipped with ups on monday and should arrive by friday the twelfth of december",

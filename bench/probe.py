@@ -17,18 +17,18 @@ import sys
 import tempfile
 from pathlib import Path
 
-import llm.support.models  # noqa: F401  registers the bundled model's name
 from llm.agentfile import BUNDLED_AGENT, load_agent_file
 from llm.serving.models import model_dir, served_name
 from llm.serving.process import ServerProcess
-from voice.environment import cpu_name
-from voice.probe.agreement import joined
-from voice.replay import find_calls
-from voice.report import compare_report, percentile
-from voice.runlog import read_run
+from llm.support.models import register_bundled
+from voice.record.environment import cpu_name
+from voice.record.runlog import read_run
+from voice.reports.summary import compare_report, percentile
+from voice.runs.probe.agreement import joined
+from voice.runs.replay import find_calls
 
 ROOT = Path(__file__).resolve().parents[1]
-TTFAT = [sys.executable, "-m", "voice.cli"]
+TTFAT = [sys.executable, "-m", "ttfat"]
 
 
 def manifest(out: Path, n: int) -> Path:
@@ -47,6 +47,7 @@ def main() -> None:
     ap.add_argument("--pipecat", action="store_true", help="also probe a Pipecat agent, and compare")
     ap.add_argument("--keep", help="keep the run directories here")
     args = ap.parse_args()
+    register_bundled()
     work = Path(args.keep or tempfile.mkdtemp(prefix="ttfat-probe-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     agent_dir, probe_dir = work / "agent", work / "probe"

@@ -34,12 +34,12 @@ from llm.serving.process import ServerProcess
 from llm.support.models import BUNDLED
 from llm.support.tools import store_agent
 from tts.piper import Synthesizer
-from voice.replay import find_calls, replay_call
-from voice.report import percentile
-from voice.runlog import RunLog
-from voice.settings import Settings
-from voice.stages import Stages
-from voice.timeline import Timeline
+from voice.pipeline.settings import Settings
+from voice.pipeline.stages import Stages
+from voice.record.runlog import RunLog
+from voice.reports.summary import percentile
+from voice.runs.replay import find_calls, replay_call
+from voice.timing.timeline import Timeline
 
 SAMPLE_S = 30.0
 # The voice process's resident memory rises fast for the first minutes of a 16-caller soak, while the

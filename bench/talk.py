@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from voice.anchors import STAGES
-from voice.audio import RATE, load_audio
-from voice.environment import cpu_name
-from voice.replay import find_calls
+from voice.pipeline.audio import RATE, load_audio
+from voice.record.environment import cpu_name
+from voice.runs.replay import find_calls
+from voice.timing.anchors import STAGES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the virtual devices are the tests' helper
 from tests.pulse import say, session, virtual_devices, wait_for_turns  # noqa: E402
@@ -68,7 +68,7 @@ def replay(paths: list[Path], said_s: list[float], out: Path, options: list[str]
     for clip, at in zip(clips, said_s, strict=True):
         audio[int(at * RATE) : int(at * RATE) + len(clip)] = clip
     sf.write(out / "call.wav", audio, RATE)
-    cmd = [sys.executable, "-m", "voice.cli", "replay", str(out / "call.wav"), "--out", str(out / "replay")]
+    cmd = [sys.executable, "-m", "ttfat", "replay", str(out / "call.wav"), "--out", str(out / "replay")]
     cmd += options
     subprocess.run(cmd, check=True, capture_output=True)
     return [json.loads(line) for line in (out / "replay" / "turns.jsonl").read_text().splitlines()]

@@ -32,7 +32,7 @@ from llm.support.conversations import make_examples
 from llm.support.models import BUNDLED
 from llm.support.recipe import RECIPE, load_recipe, stage_config
 from llm.support.train import Batches, batch_loss, new_model_config, render
-from voice.environment import cpu_name
+from voice.record.environment import cpu_name
 
 
 @dataclass

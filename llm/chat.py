@@ -37,6 +37,11 @@ class Delta:
     timings: dict | None = None  # on `done`: the endpoint's own timings, None when it reports none
 
 
+class ChatError(RuntimeError):
+    """A backend got no reply (unreachable, too slow, refused): the message is one line a user can act on,
+    whatever client the backend speaks through, so the pipeline knows no client's exceptions."""
+
+
 class ChatBackend(Protocol):
     """An LLM the agent can talk to: ours over HTTP, any OpenAI-compatible server, or the engine
     in-process."""

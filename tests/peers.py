@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from voice.audio import RATE, resample, to_float
-from voice.settings import VadConfig
-from voice.telephony import Media, Pcm, Twilio
-from voice.turns import Turn, TurnDetector
+from voice.pipeline.audio import RATE, resample, to_float
+from voice.pipeline.settings import VadConfig
+from voice.pipeline.turns import Turn, TurnDetector
+from voice.runs.telephony import Media, Pcm, Twilio
 
 FILLER = "One moment."
 ANSWER = "Your order shipped on Monday with DHL, and it should arrive on Friday, December fourth."

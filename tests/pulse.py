@@ -115,7 +115,7 @@ class Capture:
 def session(env: dict, out: Path, *options: str):
     """`ttfat talk` listening on the virtual microphone while the speaker is recorded; ends with
     Ctrl-C (SIGINT), after which `proc.console` holds what it printed."""
-    cmd = [sys.executable, "-m", "voice.cli", "talk", "--out", str(out), *options]
+    cmd = [sys.executable, "-m", "ttfat", "talk", "--out", str(out), *options]
     # as from a terminal: tests started in the background (`cmd &` without job control) hand SIGINT down
     # ignored, and a Python started that way never installs its Ctrl-C handler, so talk would not end
     foreground = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731

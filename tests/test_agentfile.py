@@ -61,7 +61,7 @@ def warehouse(folder: Path, text: str = WAREHOUSE) -> Path:
 
 
 def ttfat(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "voice.cli", *args], cwd=ROOT, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "ttfat", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=timeout)  # fmt: skip
 
 
@@ -402,9 +402,9 @@ def test_the_bundled_agent_file_gives_the_records_of_the_agent_built_in_code(tmp
     from llm.support.store import order_id_argument
     from llm.support.tools import store, store_agent
     from tts.piper import Synthesizer
-    from voice.replay import find_calls, run
-    from voice.settings import Settings
-    from voice.stages import Stages
+    from voice.pipeline.settings import Settings
+    from voice.pipeline.stages import Stages
+    from voice.runs.replay import find_calls, run
 
     class CodeTools:  # the bundled agent's tools as code, before agent files
         schemas = load("tools.json")

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from asr.whisper import AsrModelError, Transcriber, bundled_model, number_digits
-from voice.audio import load_audio
-from voice.report import wer
+from voice.pipeline.audio import load_audio
+from voice.reports.summary import wer
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEECH = ROOT.parent / "shared" / "data" / "speech"
@@ -62,7 +62,7 @@ def test_a_number_the_agent_reads_whole_keeps_the_fitted_windows_words():
     5011 comes out as "511", and a whole reading of it is among the ten; so is 7770 ("77770"); with the
     readings turned off, 7770 is heard right at 30 s."""
     from llm.support.spoken import holds_order_id, parse_order_id
-    from voice.replay import find_calls
+    from voice.runs.replay import find_calls
 
     auto = Transcriber(window="auto", numbers_whole=holds_order_id)
     calls = {c.name: c for c in find_calls([str(ROOT / "recordings")])}

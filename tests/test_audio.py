@@ -9,7 +9,7 @@ import pytest
 import soundfile as sf
 
 from tts.piper import Speech
-from voice.audio import RATE, AudioError, SimulatedSpeaker, load_audio
+from voice.pipeline.audio import RATE, AudioError, SimulatedSpeaker, load_audio
 
 
 def tone(rate: int, seconds: float = 1.0, freq: float = 440.0) -> np.ndarray:

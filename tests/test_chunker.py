@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from llm.support.policy import FILLERS
-from voice.chunker import Chunker, is_filler
+from voice.pipeline.chunker import Chunker, is_filler
 
 STORE_FILLERS = tuple(FILLERS.values())  # what the bundled agent's model says before a tool call
 

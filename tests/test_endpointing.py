@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from voice.audio import load_audio
-from voice.endpointing import SmartTurn, TurnModelError, goes_on
+from voice.pipeline.audio import load_audio
+from voice.pipeline.endpointing import SmartTurn, TurnModelError, goes_on
 
 CLIP = (
     Path(__file__).resolve().parents[2]

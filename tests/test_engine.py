@@ -409,7 +409,7 @@ def test_a_token_budget_is_rounded_up_to_whole_blocks(block_dir):
 
 
 def test_generate_command_json(block_dir, capsys):
-    from voice.cli import main
+    from ttfat.cli import main
 
     assert (
         main(

@@ -301,7 +301,7 @@ def test_generate_and_serve_take_each_family(family, sdar_dir, fast_dirs, llada2
     import httpx
 
     from llm.serving.process import LocalServer
-    from voice.cli import main
+    from ttfat.cli import main
 
     path = {"sdar": sdar_dir, "fast_dllm_v2": fast_dirs[8], "llada2": llada2_dir}[family]
     assert main(["generate", "--model", str(path), "--prompt", "where is my order", "--gen-length", "9",
@@ -327,11 +327,11 @@ def test_replay_and_eval_llm_take_a_family_directory(tmp_path, sdar_dir):
 
     from tests.test_preflight import CALL
 
-    run = lambda *argv: subprocess.run([sys.executable, "-m", "voice.cli", *argv], cwd=tmp_path,  # noqa: E731
+    run = lambda *argv: subprocess.run([sys.executable, "-m", "ttfat", *argv], cwd=tmp_path,  # noqa: E731
                                        capture_output=True, text=True, timeout=600)  # fmt: skip
     import soundfile as sf
 
-    from voice.audio import load_audio
+    from voice.pipeline.audio import load_audio
 
     sf.write(tmp_path / "turn.wav", load_audio(CALL).samples[: 6 * 16000], 16000)  # the call's first turn
     done = run("replay", "turn.wav", "--mode", "fast", "--llm-model", str(sdar_dir), "--max-tokens", "12",

@@ -29,7 +29,7 @@ CALLS = [
 
 def test_a_killed_server_is_started_again_and_the_replay_goes_on(tmp_path):
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "voice.cli", "replay", *CALLS, "--mode", "fast", "--out", str(out)]
+    cmd = [sys.executable, "-m", "ttfat", "replay", *CALLS, "--mode", "fast", "--out", str(out)]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while not (out / "turns.jsonl").exists() or len((out / "turns.jsonl").read_text().splitlines()) < 2:
@@ -68,7 +68,7 @@ def alive(pid: int) -> bool:
 
 def test_a_replay_killed_with_sigkill_takes_its_server_with_it(tmp_path):
     out = str(tmp_path / "r")
-    cmd = [sys.executable, "-m", "voice.cli", "replay", CALLS[0], "--mode", "fast", "--out", out]
+    cmd = [sys.executable, "-m", "ttfat", "replay", CALLS[0], "--mode", "fast", "--out", out]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     server = server_of(proc)
     proc.kill()  # no handler runs: only the kernel closing our end of the pipe tells the server
@@ -132,7 +132,7 @@ def test_a_run_directory_that_cannot_be_written_is_one_line_and_the_rest_stays_w
     out = tmp_path / "run"
     out.mkdir()
     (out / "turns.jsonl").symlink_to("/dev/full")  # every write: no space left on the device
-    cmd = [sys.executable, "-m", "voice.cli", "replay", *CALLS[:2], "--mode", "fast", "--out", str(out)]
+    cmd = [sys.executable, "-m", "ttfat", "replay", *CALLS[:2], "--mode", "fast", "--out", str(out)]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2, done.stderr[-2000:]
     last = done.stderr.strip().splitlines()[-1]

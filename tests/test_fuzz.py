@@ -31,9 +31,9 @@ from llm.serving.requests import Limits
 from llm.support.models import BUNDLED
 from llm.support.policy import SYSTEM_PROMPT
 from tests.faults import WrongArguments
-from voice.audio import AudioError, load_audio
-from voice.settings import VadConfig
-from voice.turns import TurnDetector
+from voice.pipeline.audio import AudioError, load_audio
+from voice.pipeline.settings import VadConfig
+from voice.pipeline.turns import TurnDetector
 
 pytestmark = pytest.mark.fuzz
 

@@ -21,11 +21,11 @@ import pytest
 import soundfile as sf
 
 from tests.test_pipeline import models, server, stages  # noqa: F401 (fixtures)
-from voice.cli import main
-from voice.cli.report import write_html
-from voice.replay import find_calls, run
-from voice.runlog import read_audio, read_run
-from voice.settings import Settings
+from ttfat.cli import main
+from ttfat.commands.report import write_html
+from voice.pipeline.settings import Settings
+from voice.record.runlog import read_audio, read_run
+from voice.runs.replay import find_calls, run
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "tests" / "artifacts"

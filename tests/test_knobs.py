@@ -17,8 +17,8 @@ from llm.knobs import KNOBS, REQUEST_KNOBS, request_fields
 from llm.serving.requests import BadRequest, Limits, parse_request
 from llm.serving.routes import chat_openapi
 from llm.support.models import BUNDLED
-from voice.cli import build_parser
-from voice.cli.decoding import GROUP, decoding_knobs
+from ttfat.cli import build_parser
+from ttfat.decoding import GROUP, decoding_knobs
 
 DECODING_COMMANDS = {"generate", "ask", "replay", "talk", "serve-agent", "bench-llm"}
 # a value of each knob a request may set that the bundled block-8 model takes as it is

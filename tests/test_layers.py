@@ -1,18 +1,19 @@
 """The dependency rules between the project's packages, each checked in a fresh interpreter (what a
 module imports shows in `sys.modules`) and, for imports made only when a command runs, in the source.
 
+- The `ttfat` command (ttfat/) is the only place that knows voice/, llm/, asr/ and tts/ together:
+  nothing under those four imports it.
+- The voice pipeline (voice/) speaks to its LLM through the chat vocabulary (llm/chat.py), never
+  through a client library: it imports no `openai`.
 - The engine (llm/engine) knows nothing of serving, the agent or the support domain.
 - The voice process never loads torch: it talks to the LLM over HTTP, with the agent, the chat types
-  and the HTTP client all torch-free.
-- The voice pipeline reaches the store domain only through the agent's tools (llm/support/tools.py);
-  the LLM's own commands (serve, ask, generate, bench-llm, eval-llm, train) run the engine and the
-  domain, as they must.
+  and the HTTP client all torch-free; nor does the command before a command that needs it runs.
+- The voice pipeline reaches the store domain only through the agent's tools (llm/support/tools.py).
 - Model names are resolved on the serving side (llm/serving/models.py), which knows none itself: the
-  `ttfat` command (voice/cli/__init__.py, and nothing else of the voice process) imports
-  llm/support/models.py, whose import registers the bundled names.
+  `ttfat` command calls llm/support/models.py's `register_bundled`; importing it registers nothing.
 - Within the voice pipeline, no import leads back to a module that imports it (type-only imports
   count): the rooms of a call are handed a `CallContext`, never the `Call`.
-- A turn's record has one writer, its `TurnLog` (voice/timeline.py): no other source changes one.
+- A turn's record has one writer, its `TurnLog` (voice/timing/timeline.py): no other source changes one.
 - No package's modules import each other in a circle.
 """
 
@@ -25,13 +26,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from voice.timeline import TurnRecord
+from voice.timing.timeline import TurnRecord
 
 ROOT = Path(__file__).resolve().parents[1]
-LLM_COMMANDS = {"serve", "ask", "generate", "bench_llm", "eval_llm", "train"}
+LAYERS = ("voice", "llm", "asr", "tts")  # the command package (ttfat/) stands on these four
 TOOLS_DOOR = {"llm.support.tools"}
-BUNDLED_MODELS = "llm.support.models"  # registers its names when imported
-APP_ROOT = ROOT / "voice" / "cli" / "__init__.py"  # the one voice module that imports BUNDLED_MODELS
+BUNDLED_MODELS = "llm.support.models"
 
 
 def module_files(package: str) -> dict[str, Path]:
@@ -56,6 +56,26 @@ def loaded_after_importing(names: list[str]) -> set[str]:
     return set(json.loads(done.stdout))
 
 
+def sources(*packages: str) -> list[Path]:
+    return sorted(path for package in packages for path in (ROOT / package).rglob("*.py"))
+
+
+def test_nothing_below_the_command_imports_it():
+    assert any(m.startswith("voice") for path in sources("ttfat") for m in imported(path))  # the scan works
+    for path in sources(*LAYERS):
+        up = {m for m in imported(path) if m == "ttfat" or m.startswith("ttfat.")}
+        assert not up, f"{path.relative_to(ROOT)} imports {up}"
+
+
+def test_the_voice_pipeline_imports_no_llm_client_library():
+    assert "openai" in imported(ROOT / "llm" / "serving" / "client.py")  # the scan sees such imports
+    for path in sources("voice"):
+        clients = {m for m in imported(path) if m.split(".")[0] in ("openai", "httpx")}
+        assert not clients, f"{path.relative_to(ROOT)} imports {clients}"
+    loaded = loaded_after_importing(modules("voice"))
+    assert "voice.pipeline.call" in loaded and "openai" not in loaded
+
+
 def test_the_engine_imports_nothing_from_serving_agent_or_support():
     loaded = loaded_after_importing(modules("llm/engine"))
     assert "llm.engine.engine" in loaded and "torch" in loaded  # it did import the engine
@@ -68,9 +88,9 @@ def test_the_engine_imports_nothing_from_serving_agent_or_support():
 def test_the_voice_process_never_imports_torch():
     talk_to_the_llm = ["llm.agent", "llm.chat", "llm.serving.client", "llm.serving.process",
                        "llm.serving.models", BUNDLED_MODELS, *TOOLS_DOOR]  # fmt: skip
-    names = modules("voice") + modules("asr") + modules("tts") + talk_to_the_llm
+    names = modules("ttfat") + modules("voice") + modules("asr") + modules("tts") + talk_to_the_llm
     loaded = loaded_after_importing(names)
-    assert "voice.call" in loaded and "llm.support.tools" in loaded
+    assert "voice.pipeline.call" in loaded and "llm.support.tools" in loaded and "ttfat.stack" in loaded
     assert "torch" not in loaded
     assert not {m for m in loaded if m.startswith("llm.engine")}
 
@@ -84,13 +104,19 @@ def test_the_agents_tools_stand_on_the_store_alone():
 
 def test_the_model_registry_knows_no_names_of_its_own():
     """The serving side's registry imports nothing of the support line (nor torch) and starts empty;
-    the bundled names are there once the support line's models module is imported, and that module
-    loads nothing else of the support line."""
-    code = "import json, sys, llm.serving.models as m\nprint(json.dumps([list(m.MODELS), list(sys.modules)]))"
+    importing the support line's models module (and the whole command) registers nothing, and that
+    module loads nothing else of the support line; its `register_bundled` adds the bundled names."""
+    show = "print(json.dumps([list(m.MODELS), list(sys.modules)]))"
+    code = f"import json, sys, llm.serving.models as m\n{show}"
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     names, loaded = json.loads(done.stdout)
     assert names == []
     assert not [m for m in loaded if m.startswith("llm.support") or m == "torch"]
+    code = f"import json, sys, ttfat.cli, {BUNDLED_MODELS} as b, llm.serving.models as m\n{show}\n"
+    code += f"b.register_bundled()\n{show}"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    (before, loaded), (after, _) = (json.loads(line) for line in done.stdout.splitlines())
+    assert before == [] and after == ["bundled", "bundled-ar"]
     support = {m for m in loaded_after_importing([BUNDLED_MODELS]) if m.startswith("llm.support")}
     assert support == {"llm.support", BUNDLED_MODELS}
 
@@ -107,12 +133,9 @@ def imported(path: Path) -> set[str]:
 
 
 def test_the_voice_pipeline_reaches_the_store_domain_only_through_the_agents_tools():
-    for path in sorted((ROOT / "voice").rglob("*.py")):
-        if path.parent.name == "cli" and path.stem in LLM_COMMANDS:
-            continue
-        door = TOOLS_DOOR | {BUNDLED_MODELS} if path == APP_ROOT else TOOLS_DOOR
+    for path in sources("voice"):
         support = {m for m in imported(path) if m.startswith("llm.support")}
-        assert support <= door, f"{path.relative_to(ROOT)} imports {support - door}"
+        assert support <= TOOLS_DOOR, f"{path.relative_to(ROOT)} imports {support - TOOLS_DOOR}"
         engine = {m for m in imported(path) if m.startswith(("llm.engine", "torch"))}
         assert engine <= {"llm.engine.errors"}, f"{path.relative_to(ROOT)} imports {engine}"  # torch-free
 
@@ -179,7 +202,7 @@ def circle(graph: dict[str, set[str]], group: set[str]) -> list[str]:
 
 
 def test_no_modules_import_each_other_in_a_circle():
-    found = cycles(import_graph(("voice", "asr", "tts", "llm")))
+    found = cycles(import_graph(("ttfat", *LAYERS)))
     assert not found, "; ".join(" -> ".join(c) for c in found)
 
 
@@ -190,16 +213,17 @@ def test_the_circle_check_finds_a_circle():
 
 def test_no_room_of_a_call_imports_call():
     """The rooms of a call (turn taking, speculation, the answer, ...) are handed a CallContext, never
-    the Call: voice/call.py imports them and nothing it reaches imports it back."""
+    the Call: voice/pipeline/call.py imports them and nothing it reaches imports it back."""
     graph = import_graph(("voice",))
-    assert "voice.turntaking" in graph["voice.call"]  # the graph does see imports
-    reached, todo = set(), ["voice.call"]
+    assert "voice.pipeline.turntaking" in graph["voice.pipeline.call"]  # the graph does see imports
+    reached, todo = set(), ["voice.pipeline.call"]
     while todo:
         for other in graph[todo.pop()] - reached:
             reached.add(other)
             todo.append(other)
-    assert {"voice.turntaking", "voice.speculation", "voice.answer", "voice.speaking"} <= reached
-    assert not {name for name in reached if "voice.call" in graph[name]}
+    rooms = {"turntaking", "speculation", "answer", "speaking"}
+    assert {f"voice.pipeline.{room}" for room in rooms} <= reached
+    assert not {name for name in reached if "voice.pipeline.call" in graph[name]}
 
 
 RECORD_FIELDS = {f.name for f in dataclasses.fields(TurnRecord)}
@@ -250,9 +274,9 @@ def record_writes(path: Path) -> list[str]:
 
 
 def test_nothing_but_the_turn_log_writes_a_turn_record():
-    """Stages emit events and write a turn's record through its TurnLog (voice/timeline.py), its one
+    """Stages emit events and write a turn's record through its TurnLog (voice/timing/timeline.py), its one
     writer: nothing else assigns a record's fields or replaces a record."""
-    assert record_writes(ROOT / "voice" / "timeline.py")  # the scan does find writes where they are
+    assert record_writes(ROOT / "voice" / "timing" / "timeline.py")  # the scan does find writes where they are
     writes = [w for path in sorted((ROOT / "voice").rglob("*.py")) if path.name != "timeline.py"
               for w in record_writes(path)]  # fmt: skip
     assert not writes, "\n".join(writes)

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from llm.serving.process import free_port
-from voice.anchors import ANCHORS
-from voice.collect import collect, ranges
-from voice.mqtt import MqttPublisher, parse_host
-from voice.report import summarize
-from voice.runlog import RunLog, read_run
-from voice.timeline import Timeline, TurnRecord
+from voice.record.collect import collect, ranges
+from voice.record.mqtt import MqttPublisher, parse_host
+from voice.record.runlog import RunLog, read_run
+from voice.reports.summary import summarize
+from voice.timing.anchors import ANCHORS
+from voice.timing.timeline import Timeline, TurnRecord
 
 MOSQUITTO = shutil.which("mosquitto") or shutil.which("mosquitto", path="/usr/sbin:/usr/local/sbin")
 HOST = "127.0.0.1"
@@ -236,7 +236,7 @@ def test_helpers():
     assert ranges([9, 3, 4, 5]) == [[3, 5], [9, 9]]
     import argparse
 
-    from voice.cli import collect as collect_command
+    from ttfat.commands import collect as collect_command
 
     sub = argparse.ArgumentParser().add_subparsers()
     collect_command.add_parser(sub)

@@ -1,5 +1,5 @@
-"""OpenTelemetry export (voice/otlp.py): a replay sends each turn as a trace to a real OTLP/HTTP receiver
-started here; the protobuf it receives is decoded and checked against turns.jsonl."""
+"""OpenTelemetry export (voice/record/otlp.py): a replay sends each turn as a trace to a real OTLP/HTTP
+receiver started here; the protobuf it receives is decoded and checked against turns.jsonl."""
 
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from llm.serving.process import free_port
 from tests.test_pipeline import models, server, speech_file, stages  # noqa: F401 (fixtures)
-from voice.otlp import OtlpError, TraceExporter, exporter_from_args, traces_url
-from voice.replay import find_calls, run
-from voice.runlog import read_run
-from voice.settings import Settings
+from voice.pipeline.settings import Settings
+from voice.record.otlp import OtlpError, TraceExporter, exporter_from_args, traces_url
+from voice.record.runlog import read_run
+from voice.runs.replay import find_calls, run
 
 RECORDINGS = Path(__file__).resolve().parents[1] / "recordings"
 

@@ -23,14 +23,14 @@ from llm.support.models import BUNDLED
 from llm.support.spoken import holds_order_id
 from llm.support.tools import store_agent
 from tts.piper import Synthesizer
-from voice.anchors import METRICS
-from voice.audio import load_audio
-from voice.call import Call
-from voice.replay import find_calls, run
-from voice.report import text_report, tool_correct
-from voice.runlog import read_run
-from voice.settings import Settings
-from voice.stages import Stages
+from voice.pipeline.audio import load_audio
+from voice.pipeline.call import Call
+from voice.pipeline.settings import Settings
+from voice.pipeline.stages import Stages
+from voice.record.runlog import read_run
+from voice.reports.summary import text_report, tool_correct
+from voice.runs.replay import find_calls, run
+from voice.timing.anchors import METRICS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -229,10 +229,10 @@ def test_server_dying_mid_call_fails_the_later_turns_only(tmp_path, models):
 
 @pytest.mark.parametrize(("useful_after_ms", "skipped"), [(100, True), (700, False), (None, False)])
 def test_a_filler_is_spoken_only_when_useful_words_are_late(models, useful_after_ms, skipped):
-    from voice.audio import SimulatedSpeaker
-    from voice.chunker import Clause
-    from voice.speaking import Speaking
-    from voice.timeline import CallClock, Timeline, TurnLog
+    from voice.pipeline.audio import SimulatedSpeaker
+    from voice.pipeline.chunker import Clause
+    from voice.pipeline.speaking import Speaking
+    from voice.timing.timeline import CallClock, Timeline, TurnLog
 
     timeline = Timeline("f", CallClock())
     stages = Stages(None, None, models[1])
@@ -273,8 +273,8 @@ def test_a_pause_mid_sentence_continues_the_turn(tmp_path, models, server):
 
 def test_replay_over_mqtt_is_collected_into_the_same_run(tmp_path, models, server):
     from tests.test_mqtt import HOST, Broker
-    from voice.collect import collect
-    from voice.mqtt import MqttPublisher
+    from voice.record.collect import collect
+    from voice.record.mqtt import MqttPublisher
 
     broker = Broker(tmp_path)
     broker.start()
@@ -358,7 +358,7 @@ def test_the_replay_command_in_a_fresh_interpreter(tmp_path, models):
     path = speech_file(models, tmp_path / "h.wav", ["what are your opening hours"])
     argv = ["replay", str(path), "--mode", "fast", "--max-tokens", "50", "--out", str(tmp_path / "run")]
     code = (
-        "import json, sys\nfrom voice.cli import main\n"
+        "import json, sys\nfrom ttfat.cli import main\n"
         f"rc = main({argv!r})\n"
         "print(json.dumps({'rc': rc, 'torch': 'torch' in sys.modules,"
         " 'support': sorted(m for m in sys.modules if m.startswith('llm.support'))}))"
@@ -434,10 +434,10 @@ def test_the_serial_pipeline_is_still_there(tmp_path, models, server):
 def test_words_not_yet_known_to_answer_wait_for_their_call(models):
     """A garbled lead-in ("Let me I up that order.", not a known filler) said before a tool call is not
     spoken ahead of the answer that follows within the grace period; without the hold it is."""
-    from voice.audio import SimulatedSpeaker
-    from voice.chunker import Clause
-    from voice.speaking import Speaking
-    from voice.timeline import CallClock, Timeline, TurnLog
+    from voice.pipeline.audio import SimulatedSpeaker
+    from voice.pipeline.chunker import Clause
+    from voice.pipeline.speaking import Speaking
+    from voice.timing.timeline import CallClock, Timeline, TurnLog
 
     def spoken(hold: bool) -> list[str]:
         timeline = Timeline("g", CallClock())
@@ -465,10 +465,10 @@ def test_a_cancel_that_comes_as_a_clause_arrives_still_ends_the_speaking(models)
     """Cancelled in the same loop step as the clause it waits for arrives, the speaking task ends; with
     asyncio.wait_for (Python 3.11) the cancel was lost and the task waited on its queue forever (seen
     as "Task was destroyed but it is pending" at the end of a bench run)."""
-    from voice.audio import SimulatedSpeaker
-    from voice.chunker import Clause
-    from voice.speaking import Speaking
-    from voice.timeline import CallClock, Timeline, TurnLog
+    from voice.pipeline.audio import SimulatedSpeaker
+    from voice.pipeline.chunker import Clause
+    from voice.pipeline.speaking import Speaking
+    from voice.timing.timeline import CallClock, Timeline, TurnLog
 
     async def cancel_as_it_arrives() -> bool:
         timeline = Timeline("c", CallClock())
@@ -573,10 +573,10 @@ def test_a_clause_is_heard_from_its_first_piece_on_and_back_to_back(models):
     whole clause is, and the rest follow with no gap, the clause as long as all its pieces together.
     Whole clauses (`--no-stream-speech`) are heard once all of it is made. A speaking cancelled
     mid-clause (a barge-in) leaves the voice free for the next turn."""
-    from voice.audio import SimulatedSpeaker
-    from voice.chunker import Clause
-    from voice.speaking import Speaking
-    from voice.timeline import CallClock, Timeline, TurnLog
+    from voice.pipeline.audio import SimulatedSpeaker
+    from voice.pipeline.chunker import Clause
+    from voice.pipeline.speaking import Speaking
+    from voice.timing.timeline import CallClock, Timeline, TurnLog
 
     text = "Yes, we have fifty two in stock at nineteen dollars and ninety nine cents each."
 

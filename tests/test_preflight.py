@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from voice.runlog import RunDirError, check_run_dir
-from voice.settings import Settings, SettingsError, VadConfig
+from voice.pipeline.settings import Settings, SettingsError, VadConfig
+from voice.record.runlog import RunDirError, check_run_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 CALL = str(ROOT / "recordings" / "call01.flac")
@@ -23,7 +23,7 @@ SLOW = ("starting the LLM server", "warm-up", "call/s")  # what a run prints onc
 
 def ttfat(tmp: Path, *argv: str) -> tuple[subprocess.CompletedProcess, float]:
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "voice.cli", *argv], cwd=tmp, capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "ttfat", *argv], cwd=tmp, capture_output=True,
                           text=True, timeout=120)  # fmt: skip
     return done, time.monotonic() - started
 

@@ -23,18 +23,18 @@ from tests.peers import FILLER, GAP_S, Peer
 from tests.test_html import Dom, chromium, js_round
 from tests.test_mqtt import broker  # noqa: F401 (fixture: a real mosquitto)
 from tts.piper import Synthesizer
-from voice.audio import load_audio
-from voice.probe.agreement import joined
-from voice.probe.listening import Listener
-from voice.probe.playout import Playout
-from voice.probe.run import Line, run
-from voice.replay import find_calls
-from voice.report import percentile
-from voice.runlog import read_run
-from voice.telephony import Twilio, ulaw_decode, ulaw_encode
+from voice.pipeline.audio import load_audio
+from voice.record.runlog import read_run
+from voice.reports.summary import percentile
+from voice.runs.probe.agreement import joined
+from voice.runs.probe.listening import Listener
+from voice.runs.probe.playout import Playout
+from voice.runs.probe.run import Line, run
+from voice.runs.replay import find_calls
+from voice.runs.telephony import Twilio, ulaw_decode, ulaw_encode
 
 ROOT = Path(__file__).resolve().parents[1]
-TTFAT = [sys.executable, "-m", "voice.cli"]
+TTFAT = [sys.executable, "-m", "ttfat"]
 
 
 @pytest.fixture(scope="module")
@@ -282,8 +282,8 @@ def test_a_probe_run_goes_over_mqtt_and_otlp_and_resumes(tmp_path, listener, bro
     `--resume` with a call more: only that call is made."""
     from tests.test_mqtt import HOST, collector, until
     from tests.test_otlp import Receiver, attrs
-    from voice.mqtt import MqttPublisher
-    from voice.otlp import TraceExporter
+    from voice.record.mqtt import MqttPublisher
+    from voice.record.otlp import TraceExporter
 
     folder, out = clip(tmp_path / "calls", "call01", 6.0), tmp_path / "run"
     receiver = Receiver()

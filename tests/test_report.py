@@ -6,9 +6,18 @@ import json
 import math
 import re
 
-from voice.cli import main
-from voice.report import INF, expected_tools, facts_correct, percentile, quality, summarize, tool_correct, wer
-from voice.runlog import RunLog, read_run
+from ttfat.cli import main
+from voice.record.runlog import RunLog, read_run
+from voice.reports.summary import (
+    INF,
+    expected_tools,
+    facts_correct,
+    percentile,
+    quality,
+    summarize,
+    tool_correct,
+    wer,
+)
 
 
 def turn(i: int, ttfat: float | None, status: str = "ok", **extra) -> dict:
@@ -101,7 +110,7 @@ def test_run_directory_report_html_and_compare(tmp_path, capsys):
 def test_only_the_projects_own_errors_print_as_one_line(tmp_path, monkeypatch, capsys):
     import pytest
 
-    from voice.cli import report as report_command
+    from ttfat.commands import report as report_command
 
     assert main(["report", str(tmp_path / "nothing")]) == 2  # a user's mistake: one line that says why
     assert (

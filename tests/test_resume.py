@@ -21,7 +21,7 @@ CALLS = [
 
 
 def replay(out: Path, *more: str) -> list[str]:
-    return [sys.executable, "-m", "voice.cli", "replay", *CALLS, "--mode", "fast", "--out", str(out), *more]
+    return [sys.executable, "-m", "ttfat", "replay", *CALLS, "--mode", "fast", "--out", str(out), *more]
 
 
 def keys(out: Path) -> Counter:
@@ -58,6 +58,6 @@ def test_a_killed_replay_resumed_has_every_record_once(tmp_path, whole, seed):
 
 
 def test_resume_needs_the_run_directory(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "voice.cli", "replay", CALLS[0], "--resume"], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", "ttfat", "replay", CALLS[0], "--resume"], cwd=ROOT,
                           capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 2 and "--resume needs --out" in done.stderr

@@ -17,10 +17,10 @@ import soundfile as sf
 
 from asr.whisper import Transcriber
 from tests.pulse import OUT_RATE, PulseError, pulse_log, say, session, virtual_devices, wait_for_turns
-from voice.audio import load_audio, resample
-from voice.replay import find_calls
-from voice.report import normalize
-from voice.runlog import read_audio
+from voice.pipeline.audio import load_audio, resample
+from voice.record.runlog import read_audio
+from voice.reports.summary import normalize
+from voice.runs.replay import find_calls
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -117,7 +117,7 @@ def test_barge_in_stops_playback_and_records_its_latency(pulse, tmp_path):
 
 
 def test_devices_are_listed_and_a_wrong_one_is_explained(pulse):
-    run = lambda *a: subprocess.run([sys.executable, "-m", "voice.cli", "talk", *a], env=pulse,  # noqa: E731
+    run = lambda *a: subprocess.run([sys.executable, "-m", "ttfat", "talk", *a], env=pulse,  # noqa: E731
                                     capture_output=True, text=True, timeout=60)  # fmt: skip
     listed = run("--list-devices")
     assert listed.returncode == 0 and "pulse" in listed.stdout, pulse_log(pulse)
@@ -128,7 +128,7 @@ def test_devices_are_listed_and_a_wrong_one_is_explained(pulse):
 def test_missing_portaudio_is_explained(monkeypatch):
     """Without PortAudio, `import sounddevice` raises OSError: injected here, since the library is
     installed on this machine."""
-    from voice.live import AudioDeviceError, sounddevice
+    from voice.runs.live import AudioDeviceError, sounddevice
 
     class NoPortAudio:
         def find_spec(self, name, path=None, target=None):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from voice.timeline import CallClock, Timeline, TurnRecord, waiting_on
+from voice.timing.timeline import CallClock, Timeline, TurnRecord, waiting_on
 
 MS = 1_000_000
 
@@ -84,7 +84,7 @@ def test_call_clock_skips_only_forward_and_converts_monotonic_times():
 
 def llm_call_event(tl: Timeline, round_: int, request_ms: int, first_content_ms: float, done_ms: float,
                    tools: list[str], server: dict | None) -> None:  # fmt: skip
-    """What the pipeline emits when an LLM call ends (voice/answer.py), from the agent's own record."""
+    """What the pipeline emits when an LLM call ends (voice/pipeline/answer.py), from the agent's record."""
     from llm.agent import LLMCall
 
     at = lambda ms: int(ms * MS)  # noqa: E731
@@ -113,7 +113,7 @@ def test_the_llms_share_of_the_wait():
 
 
 def test_an_endpoint_that_reports_no_timings_is_said_so():
-    from voice.report import llm_share_line, summarize
+    from voice.reports.summary import llm_share_line, summarize
 
     tl = Timeline("c", lambda: 0)
     for name, ms in [("t0", 0), ("llm_request", 500)]:

@@ -167,7 +167,7 @@ def test_a_recipe_with_mistakes_is_refused(tmp_path, old, new, error):
 
 def test_ttfat_train_takes_the_recipe_options(recipe, trained, capsys):
     """`ttfat train --recipe FILE --out DIR` reaches the recipe (a finished run trains nothing more)."""
-    from voice.cli import main
+    from ttfat.cli import main
 
     out, paths = trained
     before = {p: (p / "train_info.json").read_bytes() for p in paths.values()}

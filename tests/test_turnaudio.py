@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from voice.audio import RATE
-from voice.timeline import Timeline
-from voice.turnaudio import AFTER_NS, BEFORE_NS, CallAudio, file_name, spans
+from voice.pipeline.audio import RATE
+from voice.record.turnaudio import AFTER_NS, BEFORE_NS, CallAudio, file_name, spans
+from voice.timing.timeline import Timeline
 
 MS = 1_000_000
 

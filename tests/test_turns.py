@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from voice.audio import RATE, load_audio
-from voice.replay import find_calls
-from voice.turns import Pause, Resume, Turn, TurnDetector, VadConfig
+from voice.pipeline.audio import RATE, load_audio
+from voice.pipeline.turns import Pause, Resume, Turn, TurnDetector, VadConfig
+from voice.runs.replay import find_calls
 
 
 def detect(samples: np.ndarray, config: VadConfig | None = None) -> list:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 
-from llm.chat import Delta, ToolCall
+from llm.chat import ChatError, Delta, ToolCall
 
 
 class OpenAIChat:
@@ -30,6 +30,15 @@ class OpenAIChat:
         self.extra = extra or {}
 
     async def chat(self, messages: list[dict], tools: list[dict]) -> AsyncIterator[Delta]:
+        import openai
+
+        try:
+            async for delta in self._chat(messages, tools):
+                yield delta
+        except openai.APIError as e:
+            raise ChatError(_failure(e)) from e
+
+    async def _chat(self, messages: list[dict], tools: list[dict]) -> AsyncIterator[Delta]:
         if self.model is None:
             self.model = (await self.client.models.list()).data[0].id
         stream = await self.client.chat.completions.create(
@@ -60,6 +69,18 @@ class OpenAIChat:
         for call in calls.values():
             yield Delta("tool_call", time.monotonic_ns(), tool_call=call)
         yield Delta("done", time.monotonic_ns(), timings=timings)
+
+
+def _failure(e: Exception) -> str:
+    import openai
+
+    if isinstance(e, openai.APITimeoutError):
+        return "the LLM server did not answer in time"
+    if isinstance(e, openai.APIConnectionError):
+        return f"cannot reach the LLM server ({e.__cause__ or e})"
+    if isinstance(e, openai.APIStatusError):
+        return f"the LLM server answered HTTP {e.status_code}: {e.message}"
+    return f"the LLM server's reply could not be read ({type(e).__name__}: {e})"
 
 
 def _call_index(tc, calls: dict[int, ToolCall]) -> int:

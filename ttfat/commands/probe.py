@@ -1,0 +1,119 @@
+"""`ttfat probe`: call recordings into any voice agent over its media-stream WebSocket, and report what the
+caller heard."""
+
+from __future__ import annotations
+
+import argparse
+
+from ttfat.commands.replay import add_run_dir_args, channel_arg
+from ttfat.stack import add_mirror_args, mirrors_from_args
+from voice.pipeline.settings import Settings, SettingsError
+from voice.runs.probe.run import Line
+from voice.runs.telephony import PROTOCOLS
+
+
+def add_parser(sub) -> None:
+    line = Line("")
+    p = sub.add_parser(
+        "probe",
+        help="measure any voice agent from outside: call it with recordings over a media-stream WebSocket",
+        description="Replay call recordings (files, folders, manifests, as for replay) into a voice agent at "
+        "the caller's real pace, over a Twilio media stream (or raw PCM), and record what a caller hears: "
+        "the agent's audio played out as a phone plays it, transcribed, its first useful words found by "
+        "the same filler rule as ours. Each turn's record holds first audio heard, first useful audio "
+        "heard and complete answer heard from t0 (the end of the caller's speech in the audio sent), the "
+        "agent's words beside the reference, and whether it stopped when the caller barged in. What only "
+        "the agent sees (ASR, LLM, TTFAT) is left out of the records and the report. A turn the agent "
+        "never answers counts as never answered; a call the agent ends leaves its remaining turns failed. "
+        "Example: ttfat serve-agent --out runs/agent & ttfat probe ws://127.0.0.1:8765/ recordings/",
+    )
+    p.add_argument("url", help="the agent's WebSocket URL (ws:// or wss://)")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="audio files, folders or manifest.jsonl files")
+    p.add_argument("--protocol", choices=PROTOCOLS, default=line.protocol,
+                   help="twilio: Twilio Media Streams, JSON with base64 μ-law at 8 kHz; pcm: binary 16-bit "
+                   "frames at --rate both ways (default %(default)s)")  # fmt: skip
+    p.add_argument("--rate", type=int, default=line.rate,
+                   help="--protocol pcm's sample rate (default %(default)s)")  # fmt: skip
+    p.add_argument("--playout-delay-ms", type=float, default=line.playout_delay_ms,
+                   help="a jitter buffer's delay added to every chunk heard; named in the report "
+                   "(default %(default)s)")  # fmt: skip
+    p.add_argument("--linger", type=float, default=line.linger_s, metavar="S",
+                   help="after the recording, the call stays open (sending silence) until the agent has "
+                   "been quiet this long (default %(default)s)")  # fmt: skip
+    p.add_argument("--turn-timeout", type=float, default=line.max_wait_s, metavar="S",
+                   help="... but no longer than this past the recording's end "
+                   "(default %(default)s)")  # fmt: skip
+    p.add_argument("--filler", action="append", default=[], metavar="PHRASE",
+                   help="a phrase of the agent's that carries no answer, besides the common ones ('one "
+                   "moment', 'let me check'...); repeat for more")  # fmt: skip
+    p.add_argument("--concurrency", type=int, default=1, help="calls at once, each its own connection "
+                   "(default %(default)s)")  # fmt: skip
+    p.add_argument("--channel", default="auto", type=channel_arg,
+                   help="caller channel of stereo files: auto (loudest), 0, 1")  # fmt: skip
+    p.add_argument("--asr-model", default="tiny.en",
+                   help="what hears the agent: tiny.en (bundled), base, or a CTranslate2 dir")  # fmt: skip
+    add_run_dir_args(p, "probe")
+    p.add_argument("--html", metavar="FILE", help="also write the HTML report")
+    add_mirror_args(p)
+    p.set_defaults(func=run)
+
+
+def check(args: argparse.Namespace) -> Line:
+    """Everything wrong with the command line, found before anything is called or loaded."""
+    if not args.url.startswith(("ws://", "wss://")):
+        raise SettingsError(f"{args.url}: the agent's URL must start with ws:// or wss://")
+    for flag, what in (("resume", "finish"), ("force", "replace")):
+        if getattr(args, flag) and not args.out:
+            raise SettingsError(f"--{flag} needs --out: the run directory to {what}")
+    if args.concurrency < 1:
+        raise SettingsError(f"--concurrency must be at least 1, not {args.concurrency}")
+    if not 8000 <= args.rate <= 48000:
+        raise SettingsError(f"--rate must be 8000 to 48000 Hz, not {args.rate}")
+    for flag in ("playout_delay_ms", "linger", "turn_timeout"):
+        if getattr(args, flag) < 0:
+            raise SettingsError(f"--{flag.replace('_', '-')} must not be negative")
+    return Line(args.url, args.protocol, args.rate, args.playout_delay_ms, args.linger, args.turn_timeout)
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+    import time
+    from pathlib import Path
+
+    from asr.whisper import Transcriber, bundled_model
+    from ttfat.commands.report import write_html
+    from voice.record.environment import environment
+    from voice.record.runlog import check_run_dir
+    from voice.reports.summary import text_report
+    from voice.runs.probe.listening import Listener
+    from voice.runs.probe.run import UNSEEN
+    from voice.runs.probe.run import run as probe
+    from voice.runs.probe.session import check_url
+    from voice.runs.replay import check_calls, find_calls
+
+    line = check(args)
+    calls = find_calls(args.paths, args.channel)
+    check_calls(calls)
+    out = Path(args.out or time.strftime("runs/probe-%Y%m%d-%H%M%S"))
+    check_run_dir(out, resume=args.resume, force=args.force)
+    bundled_model(args.asr_model)
+    asyncio.run(check_url(line.url))  # refused, or a failed handshake: one line, before Whisper loads
+    transcriber = Transcriber(args.asr_model)
+
+    async def words_of(audio):
+        return await asyncio.to_thread(transcriber.words, audio)
+
+    listener = Listener(words_of, Settings.min_clause_words, tuple(args.filler))
+    probed = {"url": line.url, "protocol": line.protocol, "playout_delay_ms": line.playout_delay_ms,
+              "linger_s": line.linger_s, "turn_timeout_s": line.max_wait_s, "not seen": UNSEEN,
+              "heard by": str(transcriber.path), "fillers added": list(args.filler)}  # fmt: skip
+    if line.protocol == "pcm":
+        probed["rate"] = line.rate
+    env = environment(probe=probed, mode="realtime", concurrency=args.concurrency, inputs=args.paths)
+    mirrors = mirrors_from_args(args, out.name, env)
+    summary = asyncio.run(probe(calls, line, listener, out, args.concurrency, env, mirrors, args.resume))
+    print(text_report(summary))
+    if args.html:
+        write_html(out, args.html, summary, audio=False)
+    print(f"\nrun directory: {out}  (ttfat report {out}; ttfat compare RUN {out})")
+    return 0

@@ -1,0 +1,112 @@
+"""`ttfat replay`: call recordings through the voice pipeline, with the TTFAT report."""
+
+from __future__ import annotations
+
+import argparse
+
+from ttfat.stack import (
+    add_mirror_args,
+    add_mode_args,
+    add_stack_args,
+    endpoints,
+    mirrors_from_args,
+    open_stack,
+    plan_stack,
+    settings_from_args,
+)
+from voice.pipeline.settings import SettingsError
+
+
+def add_parser(sub) -> None:
+
+    p = sub.add_parser(
+        "replay",
+        help="replay call recordings through the voice pipeline and report TTFAT",
+        description="Replay recordings (files, folders, manifests; WAV FLAC MP3 OGG, any rate, mono or "
+        "stereo) through turn detection, ASR, the agent on the LLM server, TTS and a simulated speaker, and "
+        "write turns.jsonl, events.jsonl and summary.json. A file that cannot be read, a turn the detector "
+        "missed or a call with no speech is recorded as a failed turn; the run goes on. "
+        "Example: ttfat replay recordings/ --mode fast",
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="audio files, folders or manifest.jsonl files")
+    add_mode_args(p)
+    p.add_argument("--concurrency", type=int, default=1, help="calls replayed at once (default %(default)s)")
+    add_run_dir_args(p, "replay")
+    p.add_argument("--channel", default="auto", type=channel_arg,
+                   help="caller channel of stereo files: auto (loudest), 0, 1")  # fmt: skip
+    p.add_argument("--html", metavar="FILE", help="also write the HTML report (one offline page, every turn)")
+    add_stack_args(p)
+    add_mirror_args(p)
+    p.set_defaults(func=run)
+
+
+def add_run_dir_args(p: argparse.ArgumentParser, command: str) -> None:
+    """--out, --force, --resume: where a run of calls goes, and what becomes of a run already there."""
+    p.add_argument("--out", help=f"run directory (default runs/{command}-DATE-TIME); one that holds a run "
+                   "is refused unless --resume or --force")  # fmt: skip
+    p.add_argument("--force", action="store_true", help="with --out: replace the run the directory holds")
+    p.add_argument("--resume", action="store_true",
+                   help=f"with --out: {command} only the calls the run directory does not hold complete "
+                   "(after a crash or Ctrl-C); a call cut short is done again whole; the report covers "
+                   "all")  # fmt: skip
+
+
+def channel_arg(value: str) -> int | str:
+    if value == "auto":
+        return value
+    if value.isdigit():
+        return int(value)
+    raise argparse.ArgumentTypeError(f"auto or a channel number (0, 1, ...), not {value!r}")
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+    import contextlib
+    import time
+    from pathlib import Path
+
+    from ttfat.commands.report import write_html
+    from voice.record.runlog import check_run_dir
+    from voice.reports.summary import compare_report, text_report
+    from voice.runs.replay import check_calls, find_calls, run_ab
+    from voice.runs.replay import run as replay
+
+    # Everything that can be wrong is found here, in milliseconds, before a model loads (issue 45)
+    settings = settings_from_args(args, args.mode, playback_latency_ms=args.playback_latency_ms)
+    for flag, what in (("resume", "finish"), ("force", "replace")):
+        if getattr(args, flag) and not args.out:
+            raise SettingsError(f"--{flag} needs --out: the run directory to {what}")
+    if args.concurrency < 1:
+        raise SettingsError(f"--concurrency must be at least 1, not {args.concurrency}")
+    if len(endpoints(args)) > 1 and (
+        args.concurrency != 1 or args.mqtt or args.otlp or args.html or args.resume
+    ):
+        raise SettingsError("an A/B run replays one call at a time, without --mqtt, --otlp, --html or "
+                            "--resume (ttfat report each run directory after it)")  # fmt: skip
+    plan = plan_stack(args)
+    calls = find_calls(args.paths, args.channel)
+    check_calls(calls)
+    out = Path(args.out or time.strftime("runs/replay-%Y%m%d-%H%M%S"))
+    check_run_dir(out, resume=args.resume, force=args.force)
+    with contextlib.ExitStack() as stack:
+        arms = open_stack(args, stack, settings, plan, mode=args.mode, concurrency=args.concurrency,
+                          inputs=args.paths)  # fmt: skip
+        if len(arms) > 1:
+            summaries = asyncio.run(run_ab(calls, arms, settings, out))
+        else:
+            [(_, stages, env)] = arms
+            mirrors = mirrors_from_args(args, out.name, env)  # --mqtt, --otlp
+            summaries = [asyncio.run(replay(calls, stages, settings, out, args.concurrency, env, mirrors,
+                                            resume=args.resume))]  # fmt: skip
+    if len(arms) > 1:
+        names = [str(out / label) for label, _, _ in arms]
+        for name, summary in zip(names[1:], summaries[1:], strict=True):
+            print(compare_report(summaries[0], summary, names[0], name))
+        print(f"\nrun directories: {', '.join(names)}  (ttfat compare {names[0]} {names[1]})")
+        return 0
+    summary = summaries[0]
+    print(text_report(summary))
+    if args.html:
+        write_html(out, args.html, summary, audio=settings.record_audio)
+    print(f"\nrun directory: {out}  (ttfat report {out} --html report.html)")
+    return 0

@@ -1,0 +1,51 @@
+"""`ttfat report`: the report of a run directory."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "report",
+        help="TTFAT and first-useful-audio percentiles, where the wait went, quality, environment of a run",
+        description="Print the report of a run directory (failed turns count as never answered): latency "
+        "from the end of the caller's speech, the stages of the wait and the LLM's share of it, quality "
+        "against the manifest, and where it was measured. "
+        "Example: ttfat report runs/replay-... --html report.html",
+    )
+    p.add_argument("run", help="run directory (from ttfat replay, talk or collect)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--html", metavar="FILE", help="also write the HTML report: one offline page with the "
+                   "figures, interactive plots, every turn opening to its timeline and audio")  # fmt: skip
+    p.add_argument("--no-audio", action="store_true", help="with --html: leave the turns' audio out of the "
+                   "page (it holds each turn's clip, Opus: about 8 KB a second)")  # fmt: skip
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from voice.record.runlog import read_run
+    from voice.reports.summary import summarize, text_report
+
+    turns, saved = read_run(args.run)
+    summary = summarize(turns, saved.get("environment"))
+    if saved.get("mqtt_gaps"):
+        print(f"ttfat: warning: MQTT messages are missing for {len(saved['mqtt_gaps'])} call(s): "
+              "this collected run is incomplete (see summary.json, mqtt_gaps)", file=sys.stderr)  # fmt: skip
+    if args.html:
+        write_html(args.run, args.html, summary, audio=not args.no_audio)
+    print(json.dumps(summary, indent=2) if args.json else text_report(summary))
+    return 0
+
+
+def write_html(run_dir, path: str, summary: dict, audio: bool = True) -> None:
+    from pathlib import Path
+
+    from voice.record.runlog import read_audio, read_run
+    from voice.reports.html import html_report
+
+    clips = read_audio(run_dir) if audio else {}
+    Path(path).write_text(html_report(read_run(run_dir)[0], summary, audio=clips))
+    print(f"ttfat: wrote {path}", file=sys.stderr)

@@ -1,0 +1,439 @@
+// ttfat report page: everything is drawn from the JSON in #data (voice/reports/html.py), with no library and
+// no network. A failed turn never arrives: it sits at the right edge of the CDFs and first in the table.
+"use strict";
+
+const DATA = JSON.parse(document.getElementById("data").textContent);
+const SVG = "http://www.w3.org/2000/svg";
+const COLORS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1"];
+
+function el(tag, attrs = {}, ...children) {
+  const node = tag.startsWith("svg:") ? document.createElementNS(SVG, tag.slice(4)) : document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v !== null && v !== undefined) node.setAttribute(k, v);
+  }
+  for (const child of children) {
+    if (child !== null && child !== undefined) node.append(child);
+  }
+  return node;
+}
+
+function ms(value) {
+  if (value === null || value === undefined) return "–";
+  if (value === Infinity || value === "Infinity") return "∞";
+  return String(Math.round(value));
+}
+
+const failed = (t) => t.status !== "ok";
+const turnId = (t) => `${t.call}:${t.turn}`;
+const metricLabel = Object.fromEntries(DATA.anchors.filter((a) => a.metric).map((a) => [a.metric, a.label]));
+
+// ---- head: the figures that matter
+function head() {
+  const m = DATA.summary.metrics || {};
+  const card = (key, label, p50, p95, unit = " ms") =>
+    el("div", { class: "card", id: `head-${key}` },
+      el("div", { class: "label" }, label),
+      el("div", { class: "value" },
+        el("span", { class: "p50" }, p50), el("small", {}, ` p50${unit}`), " ",
+        el("span", { class: "p95" }, p95), el("small", {}, " p95")));
+  const cards = el("div", { class: "cards" });
+  const unseen = new Set(DATA.summary.unseen || []);  // a probe's run: what only the agent sees
+  const notSeen = (key, label) => el("div", { class: "card", id: `head-${key}` },
+    el("div", { class: "label" }, label), el("div", { class: "value unseen" }, "not seen from outside"));
+  for (const key of DATA.headline) {
+    const s = m[key] || {};
+    cards.append(unseen.has(key) ? notSeen(key, metricLabel[key]) : card(key, metricLabel[key], ms(s.p50), ms(s.p95)));
+  }
+  const share = DATA.summary.llm_share || {};
+  const pct = (v) => (v === null || v === undefined ? "–" : (100 * v).toFixed(1));
+  cards.append(unseen.size ? notSeen("llm_share", "LLM share of the wait")
+    : card("llm_share", "LLM share of the wait", pct(share.p50), pct(share.p95), " %"));
+  const ok = DATA.summary.success_rate;
+  cards.append(el("div", { class: "card", id: "head-success_rate" },
+    el("div", { class: "label" }, "success"),
+    el("div", { class: "value" }, el("span", { class: "p50" }, ok === undefined ? "–" : (100 * ok).toFixed(1)),
+      el("small", {}, ` % of ${DATA.summary.turns} turns`))));
+  return cards;
+}
+
+// ---- plots
+function axes(svg, w, h, pad, xmax, ymax, xlabel, ylabel) {
+  for (let i = 0; i <= 4; i++) {
+    const y = pad.t + (h - pad.t - pad.b) * (1 - i / 4);
+    svg.append(el("svg:line", { class: "grid", x1: pad.l, x2: w - pad.r, y1: y, y2: y }));
+    svg.append(el("svg:text", { x: pad.l - 4, y: y + 4, "text-anchor": "end" }, fmtTick(ymax * i / 4)));
+    const x = pad.l + (w - pad.l - pad.r) * i / 4;
+    svg.append(el("svg:text", { x, y: h - pad.b + 14, "text-anchor": "middle" }, fmtTick(xmax * i / 4)));
+  }
+  svg.append(el("svg:line", { class: "axis", x1: pad.l, x2: pad.l, y1: pad.t, y2: h - pad.b }));
+  svg.append(el("svg:line", { class: "axis", x1: pad.l, x2: w - pad.r, y1: h - pad.b, y2: h - pad.b }));
+  svg.append(el("svg:text", { x: (pad.l + w - pad.r) / 2, y: h - 4, "text-anchor": "middle" }, xlabel));
+  svg.append(el("svg:text", { x: 12, y: pad.t - 6 }, ylabel));
+}
+
+function fmtTick(v) {
+  return v >= 100 ? String(Math.round(v)) : String(Math.round(v * 100) / 100);
+}
+
+// series: [{label, turns, key, color, dash}]; a failed turn (or one without the metric) is never
+function cdfPlot(series) {
+  const w = 520, h = 300, pad = { l: 44, r: 70, t: 20, b: 34 };
+  const svg = el("svg:svg", { width: w, height: h, id: "cdf" });
+  const value = (t, key) => (failed(t) || typeof t[key] !== "number" ? Infinity : t[key]);
+  const finite = series.flatMap((s) => s.turns.map((t) => value(t, s.key))).filter((v) => v !== Infinity);
+  const xmax = Math.max(1, ...finite) * 1.05;
+  axes(svg, w, h, pad, xmax, 1, "ms from t0 (end of the caller's speech)", "fraction of turns");
+  const X = (v) => pad.l + (w - pad.l - pad.r) * v / xmax;
+  const Y = (f) => pad.t + (h - pad.t - pad.b) * (1 - f);
+  svg.append(el("svg:text", { x: w - pad.r + 6, y: pad.t + 10 }, "failed →"));
+  series.forEach((s, k) => {
+    const rows = s.turns.map((t) => ({ t, v: value(t, s.key) })).sort((a, b) => a.v - b.v);
+    let path = `M${X(0)},${Y(0)}`;
+    rows.forEach((r, i) => {
+      const f = (i + 1) / rows.length;
+      const x = r.v === Infinity ? w - pad.r + 30 : X(r.v);
+      if (r.v !== Infinity) path += ` H${x} V${Y(f)}`;
+      svg.append(el("svg:circle", { cx: x, cy: Y(f), r: 3, fill: s.color, class: "point" },
+        el("svg:title", {}, `${s.label}, ${turnId(r.t)}: ${r.v === Infinity ? r.t.status : ms(r.v) + " ms"}`)));
+    });
+    svg.append(el("svg:path", { d: path, fill: "none", stroke: s.color, "stroke-width": 2, "stroke-dasharray": s.dash }));
+    svg.append(el("svg:text", { x: pad.l + 8, y: pad.t + 14 + 14 * k, style: `fill:${s.color}` }, s.label));
+  });
+  return svg;
+}
+
+function stagePlot(turns) {
+  const rows = turns.filter((t) => !failed(t)).sort((a, b) => a.first_useful_audio_ms - b.first_useful_audio_ms);
+  const stages = DATA.stages.filter((s) => s.key !== "playing_stage_ms");
+  const w = 520, bar = 8, pad = { l: 44, r: 20, t: 20, b: 34 + 14 * stages.length };  // the legend below
+  const h = pad.t + pad.b + Math.max(1, rows.length) * (bar + 2);
+  const svg = el("svg:svg", { width: w, height: h, id: "stages" });
+  const xmax = Math.max(1, ...rows.map((t) => t.first_useful_audio_ms)) * 1.05;
+  const X = (v) => pad.l + (w - pad.l - pad.r) * v / xmax;
+  svg.append(el("svg:line", { class: "axis", x1: pad.l, x2: w - pad.r, y1: h - pad.b, y2: h - pad.b }));
+  for (let i = 0; i <= 4; i++) {
+    svg.append(el("svg:text", { x: X(xmax * i / 4), y: h - pad.b + 14, "text-anchor": "middle" }, fmtTick(xmax * i / 4)));
+  }
+  svg.append(el("svg:text", { x: w / 2, y: h - pad.b + 28, "text-anchor": "middle" }, "ms from t0, turns sorted by first useful audio heard"));
+  rows.forEach((t, i) => {
+    let at = 0;
+    stages.forEach((s, k) => {
+      const d = t[s.key] || 0;
+      const y = pad.t + i * (bar + 2);
+      svg.append(el("svg:rect", { x: X(at), y, width: Math.max(0, X(at + d) - X(at)), height: bar, fill: COLORS[k] },
+        el("svg:title", {}, `${turnId(t)} ${s.label}: ${ms(d)} ms (first useful audio ${ms(t.first_useful_audio_ms)} ms)`)));
+      at += d;
+    });
+  });
+  stages.forEach((s, k) => svg.append(el("svg:text", { x: pad.l, y: h - pad.b + 44 + 14 * k, style: `fill:${COLORS[k]}` }, `■ ${s.label}`)));
+  return svg;
+}
+
+function scatterPlot(turns) {
+  const w = 520, h = 300, pad = { l: 44, r: 20, t: 20, b: 34 };
+  const svg = el("svg:svg", { width: w, height: h, id: "scatter" });
+  const rows = turns.filter((t) => !failed(t) && typeof t.first_useful_audio_ms === "number");
+  const words = (t) => (t.transcript || "").split(/\s+/).filter(Boolean).length;
+  const xmax = Math.max(1, ...rows.map(words)) * 1.1;
+  const ymax = Math.max(1, ...rows.map((t) => t.first_useful_audio_ms)) * 1.1;
+  axes(svg, w, h, pad, xmax, ymax, "words in the transcript", "first useful audio heard, ms");
+  for (const t of rows) {
+    const x = pad.l + (w - pad.l - pad.r) * words(t) / xmax;
+    const y = pad.t + (h - pad.t - pad.b) * (1 - t.first_useful_audio_ms / ymax);
+    svg.append(el("svg:circle", { cx: x, cy: y, r: 4, fill: t.tool_calls.length ? COLORS[1] : COLORS[0], class: "point" },
+      el("svg:title", {}, `${turnId(t)} "${t.transcript}": ${ms(t.first_useful_audio_ms)} ms`)));
+  }
+  svg.append(el("svg:text", { x: pad.l + 8, y: pad.t + 12, style: `fill:${COLORS[1]}` }, "with a tool call"));
+  return svg;
+}
+
+// ---- the table of turns
+const COLUMNS = [
+  ["call", "call", (t) => t.call],
+  ["turn", "turn", (t) => t.turn],
+  ["status", "status", (t) => t.status],
+  ["first_useful_audio_ms", "first useful audio ms", (t) => t.first_useful_audio_ms],
+  ["ttfat_ms", "TTFAT ms", (t) => t.ttfat_ms],
+  ["transcript", "transcript", (t) => t.transcript],
+  ["reference", "reference", (t) => (t.reference ? t.reference.text : "")],
+  ["answer", "answer", (t) => t.answer],
+  ["tools", "tool calls", (t) => t.tool_calls.map((c) => c.name).join(" ")],
+];
+
+function toolText(c) {
+  return `${c.name}(${c.arguments}) → ${JSON.stringify(c.error || c.result)} ${ms(c.ms)} ms`;
+}
+
+function cell(t, key, value) {
+  if (key === "status") {
+    return el("td", { class: "status" }, t.status, t.error ? el("div", { class: "error" }, t.error) : null);
+  }
+  if (key === "tools") return el("td", { class: "tools" }, ...t.tool_calls.map((c) => el("div", {}, toolText(c))));
+  if (key.endsWith("_ms")) return el("td", { class: "num" }, failed(t) && value === null ? "never" : ms(value));
+  return el("td", {}, value === null || value === undefined ? "" : String(value));
+}
+
+function turnTable(turns) {
+  const table = el("table", { id: "turns" });
+  const headRow = el("tr");
+  const body = el("tbody");
+  let sortKey = null, sortDir = 1;
+  const byDefault = (a, b) => (failed(b) - failed(a)) || a.call.localeCompare(b.call) || a.turn - b.turn;
+  const status = el("select", { id: "filter-status" }, el("option", { value: "" }, "every status"),
+    el("option", { value: "failed" }, "failed"),
+    ...[...new Set(turns.map((t) => t.status))].map((s) => el("option", { value: s }, s)));
+  const call = el("select", { id: "filter-call" }, el("option", { value: "" }, "every call"),
+    ...[...new Set(turns.map((t) => t.call))].sort().map((c) => el("option", { value: c }, c)));
+
+  function render() {
+    const rows = turns.filter((t) => (!status.value || (status.value === "failed" ? failed(t) : t.status === status.value))
+      && (!call.value || t.call === call.value));
+    const column = COLUMNS.find((c) => c[0] === sortKey);
+    rows.sort(column ? (a, b) => compare(column[2](a), column[2](b)) * sortDir : byDefault);
+    body.replaceChildren();
+    for (const t of rows) {
+      const tr = el("tr", { class: `turn${failed(t) ? " failed" : ""}`, "data-turn": turnId(t) },
+        ...COLUMNS.map(([key, , get]) => cell(t, key, get(t))));
+      tr.addEventListener("click", () => toggle(t, tr));
+      body.append(tr);
+    }
+    document.getElementById("shown").textContent = `${rows.length} of ${turns.length} turns`;
+  }
+  for (const [key, label] of COLUMNS) {
+    const th = el("th", { "data-key": key }, label);
+    th.addEventListener("click", () => {
+      sortDir = sortKey === key ? -sortDir : 1;
+      sortKey = key;
+      for (const other of headRow.children) other.className = "";
+      th.className = sortDir > 0 ? "sorted-asc" : "sorted-desc";
+      render();
+    });
+    headRow.append(th);
+  }
+  status.addEventListener("change", render);
+  call.addEventListener("change", render);
+  table.append(el("thead", {}, headRow), body);
+  const filters = el("div", { class: "filters" }, status, call, el("span", { id: "shown" }));
+  return { nodes: [filters, table], render };
+}
+
+function compare(a, b) {
+  const missing = (v) => v === null || v === undefined;
+  if (missing(a) || missing(b)) return missing(a) - missing(b);
+  return typeof a === "number" && typeof b === "number" ? a - b : String(a).localeCompare(String(b));
+}
+
+// ---- one turn, opened: its timeline
+function toggle(t, tr) {
+  const next = tr.nextElementSibling;
+  if (next && next.classList.contains("turn-detail")) {
+    next.remove();
+    return;
+  }
+  tr.after(el("tr", { class: "turn-detail", "data-turn": turnId(t) }, el("td", { colspan: COLUMNS.length }, detail(t))));
+}
+
+function detail(t) {
+  const anchors = DATA.anchors.filter((a) => a.metric && typeof t[a.metric] === "number")
+    .map((a) => ({ name: a.name, label: a.label, v: t[a.metric] }));
+  anchors.unshift({ name: "t0", label: "end of speech (t0)", v: 0 });
+  if (t.barge_in_stop_ms !== undefined) anchors.push({ name: "barge_in", label: "barge-in", v: null });
+  const calls = (t.llm_calls || []).filter((c) => typeof c.request_ms === "number");
+  const tools = (t.tool_calls || []).filter((c) => typeof c.start_ms === "number");
+  const clauses = (t.clauses || []).filter((c) => typeof c.heard_ms === "number");
+  const times = [...anchors.map((a) => a.v), ...calls.map((c) => c.request_ms + (c.done_ms || 0)),
+    ...tools.map((c) => c.start_ms + c.ms), ...clauses.map((c) => c.synth_ms)]
+    .filter((v) => typeof v === "number" && v !== Infinity);
+  const shown = times.filter((v) => v <= (t.first_useful_audio_ms || Infinity) * 1.5 || v <= 0);
+  const lo = Math.min(0, ...shown), hi = Math.max(1, ...shown) * 1.05;
+  const w = 900, rowH = 16, pad = { l: 150, r: 20, t: 10 };
+  const rows = anchors.length + calls.length + tools.length + clauses.length;
+  const h = pad.t + rows * rowH + 30;
+  const svg = el("svg:svg", { width: w, height: h, class: "timeline" });
+  const X = (v) => pad.l + (w - pad.l - pad.r) * (Math.min(v, hi) - lo) / (hi - lo);
+  svg.append(el("svg:line", { class: "axis", x1: X(0), x2: X(0), y1: pad.t, y2: h - 24 }));
+  for (let i = 0; i <= 5; i++) {
+    const v = lo + (hi - lo) * i / 5;
+    svg.append(el("svg:text", { x: X(v), y: h - 8, "text-anchor": "middle" }, `${Math.round(v)} ms`));
+  }
+  // a span past the right edge is drawn as a sliver there, its times in its tooltip
+  const span = (y, from, to, fill, cls, title) => svg.append(el("svg:rect", {
+    x: X(from), y: y + 2, width: Math.max(1, X(to) - X(from)), height: 10, fill, class: cls }, el("svg:title", {}, title)));
+  const label = (y, text) => svg.append(el("svg:text", { x: pad.l - 6, y: y + 11, "text-anchor": "end" }, text));
+  let row = 0;
+  for (const a of anchors) {
+    const y = pad.t + row++ * rowH;
+    label(y, a.label);
+    if (typeof a.v === "number") {
+      svg.append(el("svg:circle", { cx: X(a.v), cy: y + 7, r: 4, fill: COLORS[0], class: "anchor", "data-name": a.name },
+        el("svg:title", {}, `${a.label}: ${ms(a.v)} ms`)));
+    }
+  }
+  calls.forEach((c, i) => {
+    const y = pad.t + row++ * rowH;
+    const s = c.server || {};
+    label(y, `LLM call ${c.round}${c.answered ? " (answer)" : ""}`);
+    span(y, c.request_ms, c.request_ms + (c.done_ms || 0), COLORS[2], "llm-call",
+      `request at ${ms(c.request_ms)} ms; first token +${ms(c.first_token_ms)} ms; done +${ms(c.done_ms)} ms; ` +
+        `server: queue ${ms(s.queue_ms)} prefill ${ms(s.prefill_ms)} ms, ${s.forwards ?? "–"} forwards`);
+    if (typeof c.first_token_ms === "number") {
+      svg.append(el("svg:line", { x1: X(c.request_ms + c.first_token_ms), x2: X(c.request_ms + c.first_token_ms), y1: y, y2: y + 14, stroke: "#222" }));
+    }
+  });
+  for (const c of tools) {
+    const y = pad.t + row++ * rowH;
+    label(y, `tool ${c.name}`);
+    span(y, c.start_ms, c.start_ms + c.ms, COLORS[c.error ? 2 : 4], "tool",
+      `${c.name}(${c.arguments}) at ${ms(c.start_ms)} ms, took ${ms(c.ms)} ms${c.error ? `; error: ${c.error}` : ""}`);
+  }
+  clauses.forEach((c, i) => {
+    const y = pad.t + row++ * rowH;
+    label(y, `clause ${i + 1}${c.filler ? " (filler)" : ""}`);
+    const said = `"${c.text}"`;
+    if (typeof c.synth_ms === "number" && typeof c.ready_ms === "number") {
+      span(y, c.synth_ms, c.ready_ms, COLORS[5], "clause-synth", `${said}: synthesized ${ms(c.synth_ms)}–${ms(c.ready_ms)} ms`);
+    }
+    span(y, c.heard_ms, typeof c.end_ms === "number" ? c.end_ms : c.heard_ms, COLORS[c.filler ? 1 : 0], "clause-heard",
+      `${said}: heard ${ms(c.heard_ms)}–${ms(c.end_ms)} ms`);
+  });
+  const sound = t.audio ? audioStrip(t.audio, anchors) : null;
+  const list = el("div", { class: "anchors" }, ...anchors.map((a) => el("div", {}, `${a.label}: ${ms(a.v)} ms`)));
+  const extra = [];
+  const waste = t.discarded;
+  if (waste) extra.push(`discarded speculative work: ASR ${waste.asr_runs} runs (${ms(waste.asr_ms)} ms), LLM ${waste.llm_runs} runs (${ms(waste.llm_ms)} ms)`);
+  if (t.speculative) extra.push("answered on a transcript made before the endpoint");
+  if (t.error) extra.push(`error: ${t.error}`);
+  return el("div", {}, svg, sound, list, ...extra.map((x) => el("div", { class: "note" }, x)));
+}
+
+// The turn's audio (voice/record/turnaudio.py): the caller and the answer as heard, on one axis in ms from t0,
+// with the anchors marked; the playhead follows the player, and a click on the strip seeks.
+function audioStrip(audio, anchors) {
+  const w = 900, laneH = 34, pad = { l: 150, r: 20, t: 14 };
+  const h = pad.t + 2 * laneH + 26;
+  const lo = audio.start_ms, hi = audio.start_ms + audio.seconds * 1000;
+  const X = (v) => pad.l + (w - pad.l - pad.r) * (v - lo) / (hi - lo);
+  const svg = el("svg:svg", { width: w, height: h, class: "audio-strip" });
+  ["caller", "agent, as heard"].forEach((label, c) => {
+    const mid = pad.t + c * laneH + laneH / 2, peaks = audio.outline[c];
+    const step = audio.seconds * 1000 / Math.max(1, peaks.length);
+    const d = peaks.map((p, i) => `M${X(lo + i * step).toFixed(1)},${(mid - p * laneH / 200).toFixed(1)}v${Math.max(0.5, p * laneH / 100).toFixed(1)}`).join("");
+    svg.append(el("svg:text", { x: pad.l - 6, y: mid + 4, "text-anchor": "end" }, label));
+    svg.append(el("svg:path", { d, stroke: COLORS[c], class: "wave" }));
+  });
+  for (const a of anchors) {
+    if (typeof a.v !== "number" || a.v < lo || a.v > hi) continue;
+    const key = a.name === "t0" || a.name === "first_useful_audio_heard";
+    svg.append(el("svg:line", { class: key ? "mark key" : "mark", x1: X(a.v), x2: X(a.v), y1: pad.t - 4, y2: h - 22, "data-name": a.name },
+      el("svg:title", {}, `${a.label}: ${ms(a.v)} ms`)));
+    if (key) svg.append(el("svg:text", { x: X(a.v), y: pad.t - 5, "text-anchor": "middle" }, a.name === "t0" ? "t0" : "heard"));
+  }
+  for (let i = 0; i <= 5; i++) {
+    const v = lo + (hi - lo) * i / 5;
+    svg.append(el("svg:text", { x: X(v), y: h - 8, "text-anchor": "middle" }, `${Math.round(v)} ms`));
+  }
+  const head = el("svg:line", { class: "playhead", x1: X(lo), x2: X(lo), y1: pad.t - 4, y2: h - 22 });
+  svg.append(head);
+  const player = el("audio", { controls: "", preload: "metadata", src: audio.src, class: "turn-audio" });
+  player.addEventListener("timeupdate", () => {
+    const x = X(lo + player.currentTime * 1000);
+    head.setAttribute("x1", x);
+    head.setAttribute("x2", x);
+  });
+  svg.addEventListener("click", (e) => {
+    const box = svg.getBoundingClientRect();
+    const v = lo + (e.clientX - box.left - pad.l) / (w - pad.l - pad.r) * (hi - lo);
+    player.currentTime = Math.min(audio.seconds, Math.max(0, (v - lo) / 1000));
+  });
+  return el("div", { class: "audio" }, svg, player);
+}
+
+// ---- two runs: ratios, both CDFs on one plot, the turns that changed most
+function ratio(a, b) {
+  const bad = (v) => v === null || v === undefined || v === "Infinity" || v === Infinity;
+  return bad(a) || bad(b) || a === 0 ? "–" : (b / a).toFixed(2);
+}
+
+function compareHead(runs) {
+  const [A, B] = runs;
+  const rows = DATA.headline.map((key) => [key, metricLabel[key], A.summary.metrics[key] || {}, B.summary.metrics[key] || {}]);
+  rows.push(["llm_share", "LLM share of the wait", A.summary.llm_share || {}, B.summary.llm_share || {}]);
+  const table = el("table", { id: "ratios" }, el("tr", {}, ...["metric", "A p50", "B p50", "B/A", "A p95", "B p95", "B/A"].map((x) => el("th", {}, x))));
+  for (const [key, label, a, b] of rows) {
+    const f = key === "llm_share" ? (v) => (typeof v === "number" ? (100 * v).toFixed(1) + " %" : "–") : ms;
+    table.append(el("tr", { id: `ratio-${key}` }, el("td", {}, label),
+      el("td", { class: "num" }, f(a.p50)), el("td", { class: "num" }, f(b.p50)), el("td", { class: "num p50" }, ratio(a.p50, b.p50)),
+      el("td", { class: "num" }, f(a.p95)), el("td", { class: "num" }, f(b.p95)), el("td", { class: "num p95" }, ratio(a.p95, b.p95))));
+  }
+  const pct = (v) => (typeof v === "number" ? (100 * v).toFixed(1) : "–");
+  for (const [key, label] of [["success_rate", "success %"]]) {
+    table.append(el("tr", { id: `ratio-${key}` }, el("td", {}, label), el("td", { class: "num" }, pct(A.summary[key])),
+      el("td", { class: "num" }, pct(B.summary[key]))));
+  }
+  for (const [key, label] of [["wer", "WER %"], ["tool_call_accuracy", "tool calls %"], ["fact_accuracy", "answer facts %"]]) {
+    table.append(el("tr", { id: `ratio-${key}` }, el("td", {}, label), el("td", { class: "num" }, pct((A.summary.quality || {})[key])),
+      el("td", { class: "num" }, pct((B.summary.quality || {})[key]))));
+  }
+  return el("div", {}, el("p", {}, `A = ${A.name}`, el("br"), `B = ${B.name}`), table);
+}
+
+function changedTurns(runs) {
+  const [A, B] = runs;
+  const key = "first_useful_audio_ms";
+  const value = (t) => (!t || failed(t) || typeof t[key] !== "number" ? Infinity : t[key]);
+  const inB = new Map(B.turns.map((t) => [turnId(t), t]));
+  const rows = A.turns.filter((t) => inB.has(turnId(t))).map((a) => {
+    const b = inB.get(turnId(a));
+    const d = value(b) - value(a);
+    return { a, b, d: Number.isNaN(d) ? 0 : d, flipped: a.correct !== b.correct };
+  });
+  rows.sort((x, y) => (y.flipped - x.flipped) || Math.abs(y.d) - Math.abs(x.d));
+  const yes = (c) => (c === null || c === undefined ? "–" : c ? "right" : "wrong");
+  const table = el("table", { id: "changed" }, el("tr", {}, ...["turn", "A ms", "B ms", "B − A", "A", "B", "transcript", "A answer", "B answer"]
+    .map((x) => el("th", {}, x))));
+  for (const r of rows) {
+    table.append(el("tr", { class: `changed${r.flipped ? " failed" : ""}`, "data-turn": turnId(r.a) },
+      el("td", {}, turnId(r.a)), el("td", { class: "num" }, ms(value(r.a))), el("td", { class: "num" }, ms(value(r.b))),
+      el("td", { class: "num" }, Number.isFinite(r.d) ? ms(r.d) : "∞"), el("td", { class: "status" }, yes(r.a.correct)),
+      el("td", { class: "status" }, yes(r.b.correct)), el("td", {}, r.a.transcript), el("td", {}, r.a.answer), el("td", {}, r.b.answer)));
+  }
+  return table;
+}
+
+function compareMain() {
+  const runs = DATA.compare;
+  const root = document.getElementById("app");
+  root.append(compareHead(runs));
+  const series = runs.flatMap((run, r) => DATA.headline.map((key, k) =>
+    ({ label: `${"AB"[r]} ${metricLabel[key]}`, turns: run.turns, key, color: COLORS[r], dash: k ? "5,3" : null })));
+  root.append(el("div", { class: "plots" }, el("div", { class: "plot" }, el("h3", {}, "CDFs of both runs (failed turns never arrive)"), cdfPlot(series))));
+  root.append(el("h2", {}, "Turns that changed most (correctness first, then latency)"), changedTurns(runs));
+}
+
+// ---- the page
+function main() {
+  if (DATA.compare) {
+    compareMain();
+    return;
+  }
+  const turns = DATA.turns;
+  const root = document.getElementById("app");
+  root.append(head());
+  const plots = el("div", { class: "plots" },
+    el("div", { class: "plot" }, el("h3", {}, "CDFs (failed turns never arrive)"),
+      cdfPlot(DATA.headline.map((key, k) => ({ label: metricLabel[key], turns, key, color: COLORS[k] })))),
+    el("div", { class: "plot" }, el("h3", {}, "where the wait went, per turn"), stagePlot(turns)),
+    el("div", { class: "plot" }, el("h3", {}, "latency against transcript length"), scatterPlot(turns)));
+  root.append(plots, el("h2", {}, "Turns"));
+  const table = turnTable(turns);
+  root.append(...table.nodes);
+  table.render();
+  const wanted = decodeURIComponent(location.hash.replace(/^#turn=/, ""));
+  const row = [...document.querySelectorAll("tr.turn")].find((tr) => tr.dataset.turn === wanted);
+  if (row) {
+    row.click();
+    row.scrollIntoView();
+  }
+}
+
+main();

@@ -1,0 +1,335 @@
+"""Reports over turn records: percentiles with failures counted, where the wait went (stages, and the
+LLM's share of it), quality beside latency, and the side-by-side comparison of two runs.
+
+Failures are never dropped (docs/timing.md): a turn whose status is not ok and that never reached an
+anchor counts as +inf for every latency measured from t0, so p95 shows the tail a caller really
+lives through; the success rate is printed beside the percentiles. Durations (stages, tool calls,
+the LLM's wait) are measured where they happened.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import textwrap
+
+from voice.timing.anchors import ANCHORS, HEADLINE, OUTSIDE, STAGES
+from voice.timing.timeline import STATUSES, stage_durations, tool_ms
+
+INF = float("inf")
+# Rows of the latency table: every reported anchor, measured from t0.
+LATENCY = [(a.metric, a.label) for a in ANCHORS if a.reported]
+# Rows of the stage table: the waterfall of the wait, then the LLM's own figures.
+DURATIONS = [(s.key, s.label, f"{s.start or 't0'} -> {s.end}") for s in STAGES] + [
+    ("tool_ms", "tool time", "tool calls, per turn with tools"),
+    ("llm_wait_ms", "LLM wait", "on the LLM before the first useful token"),
+    ("llm_ttfat_ms", "LLM TTFAT", "request -> first answer token"),
+]
+FROM_T0 = {metric for metric, _ in LATENCY} | {"endpoint_ms"}
+LEGEND = (
+    "TTFAT counts from t0, the end of the caller's speech. LLM TTFAT counts from the LLM request of the "
+    "call that answered, as Pipecat's TTFAT does; LLM wait is how long the caller waited on the LLM "
+    "(tool runs excluded), and its share is that wait over first useful audio heard."
+)
+OUTSIDE_LEGEND = (
+    "Measured from outside (ttfat probe): the caller's audio sent and the agent's audio as a phone plays it. "
+    "The endpoint, ASR, the LLM (TTFAT), tools and TTS happen inside the agent and are not seen: their rows "
+    "are left out, as are the caller's words as the agent heard them (WER) and its tool calls."
+)
+DIGIT_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+
+
+def percentile(values: list[float], p: float) -> float:
+    """Nearest-rank percentile: always a value that was observed (inf included), never interpolated."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
+
+
+def value(turn: dict, key: str) -> float | None:
+    """A turn's figure; stages and tool time are derived from the anchors and tool calls, so that runs
+    recorded before a stage was named report it too."""
+    stages = stage_durations(turn)
+    if key in stages:
+        return stages[key]
+    return tool_ms(turn.get("tool_calls") or []) if key == "tool_ms" else turn.get(key)
+
+
+def metric_values(turns: list[dict], key: str) -> list[float]:
+    values = []
+    for t in turns:
+        v = value(t, key)
+        if v is not None:
+            values.append(v)
+        elif t["status"] != "ok" and key in FROM_T0:
+            values.append(INF)  # a failed turn never got there: it counts, as never
+    return values
+
+
+def stats(values: list[float], digits: int = 1) -> dict:
+    if not values:
+        return {"p50": None, "p95": None, "p99": None, "max": None, "n": 0}
+    pick = lambda p: round(percentile(values, p), digits)  # noqa: E731
+    return {"p50": pick(50), "p95": pick(95), "p99": pick(99), "max": round(max(values), digits),
+            "n": len(values)}  # fmt: skip
+
+
+def measured_from(turns: list[dict]) -> str:
+    """ "outside" for a probe's run (voice/runs/probe/): only what the audio shows was measured."""
+    return "outside" if any(t.get("measured_from") == "outside" for t in turns) else "inside"
+
+
+def summarize(turns: list[dict], environment: dict | None = None) -> dict:
+    """Everything summary.json holds; `ttfat report` prints it. A probe's run has no figures for what
+    cannot be seen from outside (`unseen`): absent, not zero, not inf."""
+    statuses = {s: sum(t["status"] == s for t in turns) for s in STATUSES}
+    keys = [k for k, _ in LATENCY] + [k for k, _, _ in DURATIONS]
+    outside = measured_from(turns) == "outside"
+    unseen = [k for k in dict.fromkeys(keys) if k not in OUTSIDE] if outside else []
+    with_llm_calls = [t for t in turns if t.get("llm_calls")]
+    return {
+        "turns": len(turns),
+        "calls": len({t["call"] for t in turns}),
+        "success_rate": round(statuses["ok"] / len(turns), 4) if turns else None,
+        "statuses": statuses,
+        "measured_from": "outside" if outside else "inside",
+        "unseen": unseen,
+        "metrics": {k: stats([] if k in unseen else metric_values(turns, k)) for k in dict.fromkeys(keys)},
+        "llm_share": stats([t["llm_share"] for t in turns if t.get("llm_share") is not None], 4),
+        "answered_by_agent": sum(t.get("answered_by") == "agent" for t in turns),  # no LLM TTFAT
+        "server_timings": {
+            "turns": sum(bool(t.get("server_timings")) for t in with_llm_calls),
+            "of": len(with_llm_calls),
+        },  # fmt: skip
+        "quality": quality(turns, outside),
+        "order_violations": sum(bool(t.get("order_violations")) for t in turns),
+        "errors": sorted({t["error"] for t in turns if t.get("error")})[:20],
+        "environment": environment or {},
+    }
+
+
+# --- quality ----------------------------------------------------------------------------------------
+
+
+def normalize(text: str) -> list[str]:
+    """Words for WER: lowercase, no punctuation, each digit as its word ("4217" -> four two one seven)."""
+    text = re.sub(r"\d", lambda m: f" {DIGIT_WORDS[int(m.group())]} ", text.lower())
+    return re.sub(r"[^a-z' ]+", " ", text.replace("-", " ")).split()
+
+
+def edit_distance(a: list[str], b: list[str]) -> int:
+    row = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, y in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (x != y))
+    return row[-1]
+
+
+def wer(pairs: list[tuple[str, str]]) -> float | None:
+    """Corpus word error rate over (reference, hypothesis) pairs."""
+    refs = [normalize(r) for r, _ in pairs]
+    words = sum(len(r) for r in refs)
+    if not words:
+        return None
+    return sum(edit_distance(r, normalize(h)) for r, (_, h) in zip(refs, pairs, strict=True)) / words
+
+
+def _arguments(call: dict) -> dict | None:
+    args = call.get("arguments") or {}
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except json.JSONDecodeError:
+            return None
+    return args if isinstance(args, dict) else None
+
+
+def _same_value(want: object, got: object) -> bool:
+    if isinstance(want, str) and isinstance(got, str | int | float):
+        return normalize(want) == normalize(str(got))
+    return want == got
+
+
+def tool_matches(made: dict, expected: dict) -> bool:
+    """A tool call as the manifest expects it: the same name, and every argument the manifest names with
+    the same value (strings compared as words: case and punctuation aside); other arguments are free."""
+    args = _arguments(made)
+    wanted = expected.get("arguments") or {}
+    return (
+        made.get("name") == expected.get("name")
+        and args is not None
+        and all(k in args and _same_value(v, args[k]) for k, v in wanted.items())
+    )
+
+
+def expected_tools(reference: dict) -> list[dict]:
+    """The manifest's expected calls: ``expected_tools`` (a list), or ``expected_tool`` (one, or null)."""
+    if "expected_tools" in reference:
+        return list(reference["expected_tools"] or [])
+    return [reference["expected_tool"]] if reference.get("expected_tool") else []
+
+
+def tool_correct(turn: dict, expected: list[dict]) -> bool:
+    made = turn.get("tool_calls") or []
+    return len(made) == len(expected) and all(map(tool_matches, made, expected))
+
+
+def fact_stated(answer: str, fact: str | dict) -> bool:
+    """A fact is a string the answer must contain (as words), or ``{"regex": ...}`` it must match."""
+    if isinstance(fact, dict):
+        return re.search(fact["regex"], answer, flags=re.IGNORECASE) is not None
+    return " ".join(normalize(fact)) in " ".join(normalize(answer))
+
+
+def facts_correct(turn: dict, facts: list[str | dict]) -> bool:
+    answer = turn.get("answer") or ""
+    return all(fact_stated(answer, f) for f in facts)
+
+
+def quality(turns: list[dict], outside: bool = False) -> dict:
+    """WER against reference transcripts, tool-call and fact accuracy against the manifest. From
+    `outside` (a probe) the agent's transcript and tool calls are not seen: only the facts of the answer
+    it was heard saying are checked."""
+    ref = [t for t in turns if t.get("reference")]
+    with_facts = [t for t in ref if t["reference"].get("facts")]
+    t0_errors = [abs(t["t0_error_ms"]) for t in ref if t.get("t0_error_ms") is not None]
+    rate = lambda ok, n: round(ok / n, 4) if n else None  # noqa: E731
+    word_error = wer([(t["reference"]["text"], t.get("transcript") or "") for t in ref])
+    tools_ok = sum(tool_correct(t, expected_tools(t["reference"])) for t in ref)
+    facts_ok = sum(facts_correct(t, t["reference"]["facts"]) for t in with_facts)
+    return {
+        "turns_with_reference": len(ref),
+        "wer": None if word_error is None or outside else round(word_error, 4),
+        "tool_call_accuracy": None if outside else rate(tools_ok, len(ref)),
+        "fact_accuracy": rate(facts_ok, len(with_facts)),
+        "turns_with_facts": len(with_facts),
+        "t0_error_ms": stats(t0_errors),
+    }
+
+
+# --- text output ------------------------------------------------------------------------------------
+
+
+def fmt(v) -> str:
+    if v is None:
+        return "-"
+    if v == INF:
+        return "inf"
+    return f"{v:.1f}" if abs(v) < 10 else f"{v:.0f}"  # tool calls take fractions of a millisecond
+
+
+def pct(v) -> str:
+    return "-" if v is None else f"{100 * v:.1f}%"
+
+
+def _table(title: str, rows: list[tuple[str, str, str, dict]]) -> list[str]:
+    lines = [f"{title:<28}{'p50':>8}{'p95':>8}{'p99':>8}{'max':>8}{'n':>6}   measured"]
+    for key, label, what, m in rows:
+        star = "*" if key in HEADLINE else " "
+        cells = "".join(f"{fmt(m[p]):>8}" for p in ("p50", "p95", "p99", "max"))
+        lines.append(f"{star}{label:<27}{cells}{m['n']:>6}   {what}")
+    return lines
+
+
+def llm_share_line(summary: dict) -> str:
+    share, timings = summary["llm_share"], summary["server_timings"]
+    server = (
+        f"server timings in {timings['turns']} of {timings['of']} turns"
+        if timings["turns"]
+        else "the endpoint reported no timings of its own"
+    )
+    by_agent = summary.get("answered_by_agent")  # older runs' summaries lack it
+    plural = "s" if by_agent != 1 else ""
+    agent = f"; {by_agent} turn{plural} answered by the agent itself, not the model" if by_agent else ""
+    return (
+        f"LLM share of first useful audio heard: p50 {pct(share['p50'])}, p95 {pct(share['p95'])} "
+        f"(n {share['n']}; {server}{agent})"
+    )
+
+
+def text_report(summary: dict) -> str:
+    metrics, unseen = summary["metrics"], set(summary.get("unseen", ()))  # older summaries lack it
+    latency = [(k, label, "from t0", metrics[k]) for k, label in LATENCY if k not in unseen]
+    durations = [(k, label, what, metrics[k]) for k, label, what in DURATIONS if k not in unseen]
+    lines = [
+        f"{summary['calls']} calls, {summary['turns']} turns, success {pct(summary['success_rate'])} "
+        f"({', '.join(f'{k} {v}' for k, v in summary['statuses'].items() if v)})",
+        "",
+        *_table("metric (ms)", latency),
+        "",
+        *_table("where the wait went (ms)", durations),
+    ]
+    if unseen:
+        lines += textwrap.wrap(OUTSIDE_LEGEND, 110)
+    else:
+        lines += [llm_share_line(summary), *textwrap.wrap(LEGEND, 110)]
+    q = summary["quality"]
+    t0 = q["t0_error_ms"]
+    seen = lambda v: "not seen" if unseen else pct(v)  # noqa: E731
+    lines += [
+        "",
+        f"quality ({q['turns_with_reference']} turns with a reference): WER {seen(q['wer'])}, "
+        f"tool calls {seen(q['tool_call_accuracy'])}, answer facts {pct(q['fact_accuracy'])} "
+        f"(of {q['turns_with_facts']}), t0 error p50 {fmt(t0['p50'])} ms / max {fmt(t0['max'])} ms",
+    ]
+    if summary["order_violations"]:
+        lines.append(
+            f"ANCHOR ORDER VIOLATIONS in {summary['order_violations']} turns (a bug: see turns.jsonl)"
+        )
+    for error in summary["errors"]:
+        lines.append(f"error: {error}")
+    env = summary.get("environment") or {}
+    if env:
+        lines += ["", "environment:"]
+        for key, v in env.items():
+            flat = _flat(v) if isinstance(v, dict) else {"": v}
+            text = "; ".join(f"{k} {x}".strip() for k, x in flat.items())
+            lines += textwrap.wrap(f"{key}: {text}", 110, initial_indent="  ", subsequent_indent="    ")
+    return "\n".join(lines)
+
+
+def _flat(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def compare_report(a: dict, b: dict, name_a: str, name_b: str) -> str:
+    """Side by side, with B/A ratios (below 1: B is faster)."""
+    lines = [
+        f"A = {name_a}\nB = {name_b}",
+        "",
+        f"{'metric (ms)':<27}{'A p50':>8}{'B p50':>8}{'B/A':>7}{'A p95':>9}{'B p95':>8}{'B/A':>7}",
+    ]
+    rows = LATENCY + [(k, label) for k, label, _ in DURATIONS if k not in dict(LATENCY)]
+    for key, label in rows:
+        ma, mb = a["metrics"][key], b["metrics"][key]
+        cells = ""
+        for p in ("p50", "p95"):
+            va, vb = ma[p], mb[p]
+            ratio = vb / va if va and vb is not None and va != INF and vb != INF else None
+            cells += f"{fmt(va):>8}{fmt(vb):>8}{'-' if ratio is None else f'{ratio:.2f}':>7} "
+        lines.append(f"{label:<27}{cells}")
+    sa, sb = a["llm_share"], b["llm_share"]
+    lines.append(f"{'LLM share of the wait':<27}{pct(sa['p50']):>8}{pct(sb['p50']):>8}{'':>7} "
+                 f"{pct(sa['p95']):>8}{pct(sb['p95']):>8}")  # fmt: skip
+    qa, qb = a["quality"], b["quality"]
+    lines.append("")
+    for key, label in [
+        ("wer", "WER"),
+        ("tool_call_accuracy", "tool calls"),
+        ("fact_accuracy", "answer facts"),
+    ]:
+        lines.append(f"{label:<27}{pct(qa[key]):>8}{pct(qb[key]):>8}")
+    lines.append(f"{'success rate':<27}{pct(a['success_rate']):>8}{pct(b['success_rate']):>8}")
+    outside = [name for name, s in (("A", a), ("B", b)) if s.get("measured_from") == "outside"]
+    if outside:
+        side = " and ".join(outside)
+        whose = "their" if len(outside) == 2 else "its"
+        lines.append(f"{side} measured from outside (ttfat probe): {whose} '-' rows cannot be seen there")
+    return "\n".join(lines)

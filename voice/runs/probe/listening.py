@@ -1,0 +1,207 @@
+"""Each turn of a probed call, found in what was sent and what was heard (docs/timing.md, measured from
+outside), written as turn records on the probe's clock.
+
+The caller's turns are found in the audio the agent received, by our own turn detector: t0 is the end
+of the caller's last voiced frame, as everywhere. A turn's answer is what was heard from its t0 to the
+next turn's t0 (the last: to the end of the call); sound still playing at t0 belongs to the answer
+before. In it:
+- first audio heard: the first 10 ms of sound (`SILENT_DB`);
+- first useful audio heard: the answer is cut where sound starts again after a silence (a voice pauses
+  between clauses), each stretch transcribed on its own with word timestamps and its words cut into
+  clauses by the same chunker and filler rule as our own pipeline (voice/pipeline/chunker.py); the first clause
+  that is not filler starts with its stretch of sound, or, inside one, at its first word (Whisper's
+  word times are tens of ms off, the onset of sound is not);
+- complete answer heard: the end of its last sound.
+A caller who starts a turn while the agent is heard barges in: the record says whether the agent fell
+silent before the caller's turn ended, and how long after the caller started.
+
+What cannot be seen from outside (the endpoint, ASR, LLM, TTFAT, TTS) is absent from the records, not
+zero; the record's `measured_from` says so and the report leaves those rows out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from voice.pipeline.audio import RATE, resample
+from voice.pipeline.chunker import Chunker
+from voice.runs.probe.session import Session
+from voice.runs.replay import References
+from voice.pipeline.settings import VadConfig
+from voice.timing.timeline import Timeline, TurnLog
+from voice.pipeline.turns import Turn, TurnDetector, frame_db
+
+SILENT_DB = -60.0  # a 10 ms frame of the agent's audio quieter than this is silence (tts/piper.py, LEAD_DB)
+GAP_FRAMES = 12  # 120 ms of silence between sounds: the next sound is an onset (a clause, a new answer)
+LEAD_FRAMES = 5  # each stretch of sound is transcribed with 50 ms of what comes before and after it
+FRAME = RATE // 100  # 10 ms at 16 kHz
+NS = 10_000_000  # a frame's length on the clock
+
+
+@dataclass
+class Heard:
+    """The agent's audio as the caller heard it, at 16 kHz from the call's origin, and where it sounds."""
+
+    audio: np.ndarray
+    loud: np.ndarray  # one bool a 10 ms frame
+
+    @classmethod
+    def of(cls, session: Session) -> Heard:
+        track = session.playout.track(session.origin_ns, session.ended_ns)
+        audio = resample(track, session.rate, RATE) if len(track) else track
+        n = len(audio) // FRAME
+        loud = frame_db(audio[: n * FRAME].reshape(n, FRAME)) > SILENT_DB if n else np.zeros(0, bool)
+        return cls(audio, loud)
+
+    def sound(self, lo: int, hi: int) -> int | None:
+        """The first frame of sound in [lo, hi)."""
+        hits = np.nonzero(self.loud[lo:hi])[0]
+        return lo + int(hits[0]) if len(hits) else None
+
+    def silence(self, lo: int, hi: int) -> int | None:
+        """The first frame of `GAP_FRAMES` of silence in [lo, hi) (the audio's end counts as silence)."""
+        quiet = 0
+        for f in range(lo, hi):
+            quiet = 0 if f < len(self.loud) and self.loud[f] else quiet + 1
+            if quiet >= GAP_FRAMES:
+                return f - GAP_FRAMES + 1
+        return None
+
+    def onsets(self, lo: int, hi: int) -> list[int]:
+        """Frames of sound in [lo, hi) that come after `GAP_FRAMES` of silence."""
+        loud = self.loud[max(0, lo - GAP_FRAMES) : hi]
+        out, quiet = [], GAP_FRAMES if lo < GAP_FRAMES else 0
+        for i, is_loud in enumerate(loud):
+            f = max(0, lo - GAP_FRAMES) + i
+            if is_loud and quiet >= GAP_FRAMES and f >= lo:
+                out.append(f)
+            quiet = 0 if is_loud else quiet + 1
+        return out
+
+
+@dataclass
+class Listener:
+    """How the agent's words are heard: `words_of` transcribes its audio with word times
+    (asr.whisper.Transcriber.words, in a worker thread); the chunker's clause length and the fillers
+    (the common ones and these) find the first useful words."""
+
+    words_of: Callable[[np.ndarray], Awaitable[list]]
+    min_words: int = 4
+    fillers: tuple[str, ...] = ()
+
+
+def caller_turns(sent: np.ndarray, vad: VadConfig, heard: Heard) -> list[Turn]:
+    """The caller's turns in the audio the agent received. Speech that resumes soon after an endpoint,
+    before the agent was heard, continues the turn (as our pipeline does, voice/pipeline/turns.py)."""
+    detector = TurnDetector(RATE, vad)
+    turns: list[Turn] = []
+    n = detector.frame_len
+    for i in range(len(sent) // n):
+        started = detector.in_turn
+        event = detector.push(sent[i * n : (i + 1) * n])
+        resumes = not started and detector.in_turn and detector.resuming and turns
+        if resumes and heard.sound(turns[-1].end // FRAME, detector.start // FRAME) is None:
+            detector.resume()
+            turns.pop()
+        if isinstance(event, Turn):
+            turns.append(event)
+    if turn := detector.flush():
+        turns.append(turn)
+    return turns
+
+
+async def write_turns(
+    session: Session,
+    timeline: Timeline,
+    listener: Listener,
+    vad: VadConfig,
+    references: References,
+) -> int:
+    """Every caller turn of the call as a record (through `timeline`'s observers: the run log, MQTT,
+    OTLP). Returns how many turns were written."""
+    heard = Heard.of(session)
+    turns = caller_turns(session.sent, vad, heard)
+    at = lambda frame: session.origin_ns + frame * NS  # noqa: E731
+    end = (session.ended_ns - session.origin_ns) // NS
+    for k, turn in enumerate(turns):
+        log = TurnLog(timeline, k)
+        log.note(measured_from="outside", speech_start_s=round(turn.start / RATE, 3),
+                 speech_end_s=round(turn.end / RATE, 3), **references.annotate(turn))  # fmt: skip
+        t0, start = turn.end // FRAME, turn.start // FRAME
+        hi = turns[k + 1].end // FRAME if k + 1 < len(turns) else end
+        if start >= end:
+            log.set_status("error", session.failure or "the call ended before this turn")
+            log.emit("turn_done", at(end), status="error")
+            continue
+        log.emit("t0", at(t0))
+        if k and heard.loud[start : start + 1].any():
+            stop = heard.silence(start, end)
+            log.note(barge_in={"agent_stopped": stop is not None and stop < t0,
+                               "stop_ms": None if stop is None else (stop - start) * 10})  # fmt: skip
+        answer = await _answer(heard, t0, min(hi, end), listener)
+        for anchor, frame in sorted(answer.anchors.items(), key=lambda a: a[1]):
+            log.emit(anchor, at(frame))
+        for clause in answer.clauses:
+            log.emit("clause", at(clause["heard"]), text=clause["text"], filler=clause["filler"],
+                     heard_ns=at(clause["heard"]), end_ns=at(clause["end"]))  # fmt: skip
+        log.answered(answer.text, [], answered_by="agent")
+        if session.failure and hi > end:
+            log.set_status("error", session.failure)
+        elif "first_useful_audio_heard" not in answer.anchors:
+            log.set_status("no_answer", answer.why)
+        log.emit("turn_done", at(min(hi, end)), status=log.record.status)
+    return len(turns)
+
+
+@dataclass
+class Answer:
+    anchors: dict[str, int]  # anchor -> frame
+    text: str
+    clauses: list[dict]
+    why: str | None  # why no useful words were heard
+
+
+async def _answer(heard: Heard, t0: int, hi: int, listener: Listener) -> Answer:
+    lo = t0
+    if heard.loud[t0 : t0 + 1].any():  # the answer before is still heard: it is not this one's
+        lo = heard.silence(t0, hi) or hi
+    first = heard.sound(lo, hi)
+    if first is None:
+        return Answer({}, "", [], "the agent said nothing")
+    last = first + int(np.nonzero(heard.loud[first:hi])[0][-1]) + 1
+    anchors = {"first_audio_heard": first, "last_audio_heard": last}
+    onsets = [first, *(o for o in heard.onsets(first, last) if o > first)]
+    spans = []
+    for a, b in zip(onsets, [*onsets[1:], last], strict=True):
+        # each stretch of sound on its own: its words are its own, whatever Whisper's word times or
+        # punctuation would say ("One moment your order shipped", said half a second apart)
+        begin = max(lo, a - LEAD_FRAMES)
+        words = await listener.words_of(heard.audio[begin * FRAME : min(hi, b + LEAD_FRAMES) * FRAME])
+        chunker = Chunker(listener.min_words, listener.fillers)
+        clauses = [c for w in words for c in chunker.feed(w.text + " ", begin + round(w.start_s * 100))]
+        for i, clause in enumerate([*clauses, *chunker.flush()]):
+            at = a if i == 0 else min(max(clause.first_token_ns, a), b - 1)
+            spans.append({"text": clause.text, "filler": clause.filler, "heard": at})
+    for span, after in zip(spans, [*(s["heard"] for s in spans[1:]), last], strict=True):
+        span["end"] = after
+    useful = next((s for s in spans if not s["filler"]), None)
+    if useful is not None:
+        anchors["first_useful_audio_heard"] = useful["heard"]
+    why = None if useful else ("only filler was heard" if spans else "sound, but no words, was heard")
+    return Answer(anchors, as_spoken(" ".join(s["text"] for s in spans)), spans, why)
+
+
+def as_spoken(text: str) -> str:
+    """Whisper's written numbers as they were said ("$70" -> "seventy dollars", "5th" -> "fifth", "59"
+    -> "fifty nine"), so the answer reads as the manifests' facts are written; numbers of four digits
+    or more stay digits (order numbers are said digit by digit)."""
+    from llm.numbers import money, number, ordinal
+
+    cents = lambda m: int(m[1]) * 100 + int(m[2] or 0)  # noqa: E731
+    text = re.sub(r"\$(\d{1,3})(?:\.(\d\d))?\b", lambda m: money(cents(m)), text)
+    text = re.sub(r"\b(\d{1,3})(?:st|nd|rd|th)\b", lambda m: ordinal(int(m[1])), text)
+    return re.sub(r"\b\d{1,3}\b", lambda m: number(int(m[0])), text)

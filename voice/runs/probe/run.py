@@ -1,0 +1,96 @@
+"""`ttfat probe`'s run: every call to the agent, N at a time (each its own connection), into a run directory
+that `ttfat report`, `compare` and the HTML page read as they read a replay's.
+
+Calls, manifests, resume and mirrors are as in `ttfat replay` (voice/runs/replay.py): a reference turn the
+turn detector missed, a file that cannot be read, a call the agent ended: all are failed records, and
+the other calls go on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from voice.pipeline.audio import AudioError, load_audio
+from voice.runs.probe.listening import Listener, write_turns
+from voice.runs.probe.session import call
+from voice.runs.replay import CallInput, References, failed_records, opened
+from voice.record.runlog import RunLog
+from voice.pipeline.settings import VadConfig
+from voice.runs.telephony import protocol
+from voice.timing.timeline import Timeline
+
+# what a probe cannot see from outside; the report leaves these rows out (voice/timing/anchors.py, `outside`)
+UNSEEN = "the endpoint, ASR, LLM (TTFAT), tools and TTS: only the agent sees them"
+
+
+@dataclass
+class Line:
+    """How the probe calls: the agent's URL, the wire, how it plays what comes back."""
+
+    url: str
+    protocol: str = "twilio"
+    rate: int = 16000  # the pcm protocol's
+    playout_delay_ms: float = 0.0
+    linger_s: float = 3.0  # after the recording, the call lasts until the agent has been quiet this long
+    max_wait_s: float = 20.0  # ... at most this long
+
+
+async def probe_call(c: CallInput, line: Line, listener: Listener, vad: VadConfig, log: RunLog) -> None:
+    try:
+        audio = load_audio(c.path, c.channel)
+    except AudioError as e:
+        print(f"ttfat: {e}", file=sys.stderr)
+        log.write_records(failed_records(c.name, str(e), "error", c.reference or []))
+        log.call_done(c.name)
+        return
+    session = await call(line.url, audio.samples, protocol(line.protocol, line.rate, c.name),
+                         delay_ms=line.playout_delay_ms, linger_s=line.linger_s,
+                         max_wait_s=line.max_wait_s)  # fmt: skip
+    timeline = Timeline(c.name)
+    log.watch(timeline)
+    timeline.emit(-1, "call_start", session.origin_ns, url=line.url, protocol=line.protocol)
+    refs = References(c.reference)
+    n = await write_turns(session, timeline, listener, vad, refs)
+    timeline.emit(-1, "call_end", session.ended_ns, turns=n, failure=session.failure)
+    missed = refs.missed()
+    if c.reference and missed:
+        missed_turn = "the turn detector missed this turn"
+        log.write_records(failed_records(c.name, missed_turn, "no_answer", missed, n))
+    elif not n and not c.reference:
+        log.write_records(failed_records(c.name, f"{c.path}: no speech found", "no_answer", []))
+    log.call_done(c.name)
+
+
+async def run(
+    calls: list[CallInput],
+    line: Line,
+    listener: Listener,
+    out: Path,
+    concurrency: int,
+    env: dict,
+    mirrors: Sequence = (),
+    resume: bool = False,
+    vad: VadConfig | None = None,
+) -> dict:
+    from tqdm import tqdm
+
+    from voice.reports.summary import summarize
+
+    vad = vad or VadConfig()
+    async with opened(out, calls, env, mirrors, resume) as (log, calls, env):
+        gate = asyncio.Semaphore(concurrency)
+        with tqdm(total=len(calls), unit="call", desc="probe", file=sys.stderr) as bar:
+
+            async def one(c: CallInput) -> None:
+                async with gate:
+                    await probe_call(c, line, listener, vad, log)
+                bar.update()
+
+            await asyncio.gather(*(one(c) for c in calls))
+        summary = summarize(log.records, env)
+        log.close(summary)
+    return summary
