@@ -18,8 +18,10 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Protocol
 
+from llm import clock
 from llm.arguments import arguments_problem
 from llm.chat import ChatBackend, Delta, ToolCall
 
@@ -56,8 +58,8 @@ class LLMCall:
     def to_dict(self) -> dict:
         """Client-side times as ms from this call's request; the HTTP overhead is what the client saw
         minus what the server saw, at the first content token (or at the end, when there was none)."""
-        ms = lambda t: None if t is None else round((t - self.request_ns) / 1e6, 3)  # noqa: E731
-        first_content, done = ms(self.first_content_ns), ms(self.done_ns)
+        since = partial(clock.ms, self.request_ns)
+        first_content, done = since(self.first_content_ns), since(self.done_ns)
         overhead = None
         if self.server:
             seen = self.server.get("first_content_ms")
@@ -65,7 +67,7 @@ class LLMCall:
             overhead = None if client is None or server is None else round(client - server, 3)
         return {"round": self.round, "endpoint": self.endpoint, "model": self.model,
                 "answered": self.answered, "tools": self.tools,
-                "first_token_ms": ms(self.first_token_ns), "first_content_ms": first_content,
+                "first_token_ms": since(self.first_token_ns), "first_content_ms": first_content,
                 "done_ms": done, "server": self.server, "http_overhead_ms": overhead}  # fmt: skip
 
 
@@ -97,7 +99,7 @@ class TurnResult:
     answered_by: str = "llm"  # or "agent": its phrase for arguments that did not fit (on_bad_arguments)
 
     def ms(self, t: int | None) -> float | None:
-        return None if t is None else (t - self.request_ns) / 1e6
+        return clock.ms(self.request_ns, t, None)
 
     def to_dict(self) -> dict:
         return {

@@ -11,6 +11,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Protocol
 
+from llm.clock import ms
+
 
 @dataclass
 class ToolCall:
@@ -23,7 +25,7 @@ class ToolCall:
 
     @property
     def ms(self) -> float:
-        return round((self.end_ns - self.start_ns) / 1e6, 3)
+        return ms(self.start_ns, self.end_ns)
 
 
 @dataclass

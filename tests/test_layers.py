@@ -276,7 +276,7 @@ def record_writes(path: Path) -> list[str]:
 def test_nothing_but_the_turn_log_writes_a_turn_record():
     """Stages emit events and write a turn's record through its TurnLog (voice/timing/timeline.py), its one
     writer: nothing else assigns a record's fields or replaces a record."""
-    assert record_writes(ROOT / "voice" / "timing" / "timeline.py")  # the scan does find writes where they are
+    assert record_writes(ROOT / "voice" / "timing" / "timeline.py")  # the scan finds writes where they are
     writes = [w for path in sorted((ROOT / "voice").rglob("*.py")) if path.name != "timeline.py"
               for w in record_writes(path)]  # fmt: skip
     assert not writes, "\n".join(writes)

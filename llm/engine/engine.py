@@ -17,6 +17,7 @@ from pathlib import Path
 
 import torch
 
+from llm.clock import ms
 from llm.engine.batch import pack
 from llm.engine.checkpoint import Checkpoint, load_checkpoint
 from llm.engine.kv_cache import KVCache
@@ -178,8 +179,8 @@ class Engine:
 
     def _generation(self, chunks: list[Chunk], arrival: int) -> Generation:
         tokens = [t for c in chunks for t in c.token_ids]
-        commits = [(t - arrival) / 1e6 for c in chunks for t in c.commit_ns]
-        emits = [(c.emit_ns - arrival) / 1e6 for c in chunks if c.token_ids]
+        commits = [ms(arrival, t, None) for c in chunks for t in c.commit_ns]
+        emits = [ms(arrival, c.emit_ns, None) for c in chunks if c.token_ids]
         last = chunks[-1]
         return Generation(
             request_id=last.request_id,
@@ -187,7 +188,7 @@ class Engine:
             text=self.tokenizer.decode(tokens),
             commit_ms=commits,
             first_token_ms=emits[0] if emits else None,
-            total_ms=(last.emit_ns - arrival) / 1e6,
+            total_ms=ms(arrival, last.emit_ns, None),
             forwards=last.forwards,
             finish_reason=last.finish_reason or "length",
         )

@@ -26,9 +26,10 @@ class GenerationParams:
 
     `opening_floor` (token id -> probability): the answer may open with that token only when the model
     gives it at least that probability there; below it (and above `sampler.CONTENDER`), the next best
-    opening is taken and committed alone, so the rest of the reply is decoded from it. The support
-    models open every tool call with one filler word, so a floor on it keeps a doubtful reply from
-    costing the caller a filler and a tool round trip. None: the model's default; {}: no floor.
+    opening is taken and committed alone, so the rest of the reply is decoded from it. For a model
+    whose first token decides the kind of reply (a tool call or a direct answer), a floor on that
+    token keeps a doubtful reply from taking the costlier road. None: the model's default (its
+    config's `generation.opening_floor`); {}: no floor.
     """
 
     gen_length: int = 64

@@ -56,19 +56,18 @@ def propose(
     return tokens, probs.gather(-1, tokens[:, None]).squeeze(-1)
 
 
-# A floored token the model gives less than this at the opening is no contender: the floor leaves the
-# reply alone. One that contends but sits under its floor is ruled out, and the opening, in doubt, is
-# committed alone so that the rest follows it (real out-of-scope queries 400 to 1,200 with the bundled
-# diffusion model: 31 of 800 drew a tool call this way, 38 when only a floored token the model picked
-# was ruled out and committed alone, 47 with no floor).
+# A floored token the model gives less than this at the opening is no contender: the model is not
+# weighing it, so the floor leaves the reply alone. One that contends but sits under its floor is ruled
+# out, and the opening, in doubt, is committed alone so that the rest of the reply follows from it
+# rather than from a half-taken opening.
 CONTENDER = 0.05
 
 
 def floor_opening(logits: torch.Tensor, floor: dict[int, float]) -> torch.Tensor | None:
     """`logits` [N, V], whose first row is the answer's first position, with each token of `floor` that
     contends for the opening but sits under its floor ruled out there; None when no token does. In a
-    shifted block-causal model (the support models) that row is read from the prompt's last output, so
-    it depends on the prompt alone; otherwise it is read again at every step while the opening is masked.
+    shifted block-causal model that row is read from the prompt's last output, so it depends on the
+    prompt alone; otherwise it is read again at every step while the opening is masked.
     """
     probs = torch.softmax(logits[0].float(), dim=-1)
     out = [t for t, f in floor.items() if CONTENDER <= probs[t] < f]

@@ -16,6 +16,8 @@ import time
 
 from openai import AsyncOpenAI
 
+from llm.clock import ms
+
 
 def percentile(values: list[float], q: float) -> float:
     """Nearest-rank percentile; +inf values (failures) count."""
@@ -53,8 +55,8 @@ async def one_request(client: AsyncOpenAI, model: str, messages: list[dict], ext
         if delta.content:
             answer = answer or now
     done = time.monotonic_ns()
-    ms = lambda t: math.inf if t is None else (t - start) / 1e6  # noqa: E731
-    return {"ttft": ms(first), "ttfat": ms(answer), "done": ms(done), "tokens": tokens,
+    since = lambda t: math.inf if t is None else ms(start, t, None)  # noqa: E731  never came: infinitely late
+    return {"ttft": since(first), "ttfat": since(answer), "done": since(done), "tokens": tokens,
             "server_ttfat": engine_ttfat(server)}  # fmt: skip
 
 

@@ -10,6 +10,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 
+from llm.clock import ms
 from llm.engine.sequence import Chunk
 from llm.serving.metrics import Metrics
 from llm.serving.reply import ReplyParser
@@ -56,15 +57,14 @@ async def reply_events(
         finish = "tool_calls" if calls else ("length" if not stopped and (tokens >= max_tokens or
                                              last.finish_reason == "length") else "stop")  # fmt: skip
         answer_at = None if calls else first_content
-        ms = lambda t: None if t is None else round((t - start) / 1e6, 3)  # noqa: E731
         timings = {
-            "arrival_ms": ms(last.arrival_ns),  # parsed and tokenized, handed to the engine
-            "queue_ms": round((last.admitted_ns - last.arrival_ns) / 1e6, 3),
-            "prefill_ms": round((last.prefill_ns - last.admitted_ns) / 1e6, 3),
-            "first_token_ms": ms(first_token),
-            "first_content_ms": ms(first_content),
-            "first_answer_token_ms": ms(answer_at),
-            "done_ms": ms(time.monotonic_ns()),
+            "arrival_ms": ms(start, last.arrival_ns),  # parsed and tokenized, handed to the engine
+            "queue_ms": ms(last.arrival_ns, last.admitted_ns),
+            "prefill_ms": ms(last.admitted_ns, last.prefill_ns),
+            "first_token_ms": ms(start, first_token),
+            "first_content_ms": ms(start, first_content),
+            "first_answer_token_ms": ms(start, answer_at),
+            "done_ms": ms(start, time.monotonic_ns()),
             "forwards": last.forwards,
             "tokens_per_forward": round(tokens / max(last.forwards, 1), 3),
         }

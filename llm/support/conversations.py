@@ -1,5 +1,5 @@
-"""Support-line conversations drawn as training and evaluation data for the bundled model (DESIGN.md
-section 6).
+"""Support-line conversations drawn as training and evaluation data for the bundled model (model card:
+`weights/README.md`).
 
 One :class:`Example` is one model call. A data turn (order or stock question) gives two calls:
 call 1 maps the caller's words to a short filler plus a tool call; call 2 sees the tool result and

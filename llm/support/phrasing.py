@@ -1,4 +1,5 @@
-"""Compositional caller phrasings for training the bundled support-line model (DESIGN.md section 6).
+"""Compositional caller phrasings for training the bundled support-line model (model card:
+`weights/README.md`).
 
 The hand-written templates in :mod:`llm.support.templates` give 10-28 wordings per intent; a 5.6M parameter
 model trained on them memorises the wordings and misreads new ones. Here each intent is built from

@@ -3,7 +3,8 @@
 Stage 1 (`--block-size 1`) trains an autoregressive model from scratch: next-token loss on the
 assistant's reply. Stage 2 (`--block-size 8 --init DIR`) adapts those weights to block diffusion,
 keeping the shift by one so the AR head is reused (the route of Dream and Fast-dLLM v2; block
-diffusion from scratch never learned to copy order numbers on this CPU, see DESIGN.md §6).
+diffusion from scratch never learned to copy order numbers on this CPU: the model card,
+`weights/README.md`, says more).
 
 A diffusion training sequence is [prompt | clean answer | noisy answer]: the clean and noisy copies
 share positions; the prompt is causal (so its keys equal the inference cache), clean block k sees the

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from llm.clock import ns
+
 RATE = 16000  # what the turn detector and the ASR take
 AUDIO_SUFFIXES = (".wav", ".flac", ".mp3", ".ogg", ".oga", ".opus", ".m4a")
 
@@ -225,7 +227,7 @@ class SimulatedSpeaker:
     heard times are computed when the audio is queued."""
 
     def __init__(self, latency_ms: float = 0.0, clock=time.monotonic_ns, lived: bool = False):
-        self.latency_ns = int(latency_ms * 1e6)
+        self.latency_ns = ns(latency_ms)
         self.busy_until_ns = 0
         self.clock, self.lived = clock, lived
 

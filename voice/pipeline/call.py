@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from llm.clock import ms
 from voice.pipeline.audio import RATE, RecordingSource, SimulatedSpeaker
 from voice.pipeline.context import CallContext
 from voice.pipeline.endpointing import goes_on
@@ -124,8 +125,8 @@ class Call:
             complete = await asyncio.to_thread(model.complete, pause.audio)
             if moment != self.moment or not self.detector.in_turn:
                 return
-            index, ms = self.turns.current, round((self.timeline.clock() - started) / 1e6, 1)
-            self.timeline.emit(index, "turn_judged", by="smart turn", complete=round(complete, 3), ms=ms)
+            took, index = ms(started, self.timeline.clock(), 1), self.turns.current
+            self.timeline.emit(index, "turn_judged", by="smart turn", complete=round(complete, 3), ms=took)
             self.moment += 1
             if complete >= self.settings.complete_at:
                 self.turns.ended(self.detector.end_now())

@@ -26,6 +26,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 
+from llm.clock import ns
 from voice.pipeline.chunker import Clause
 from voice.pipeline.stages import Speaker, Speech
 from voice.timing.timeline import TurnLog
@@ -49,7 +50,7 @@ class Speaking:
                  words_final: asyncio.Event | None = None):  # fmt: skip
         self.log, self.speak, self.speaker, self.gate = log, speak, speaker, gate
         self.words_final = words_final
-        self.grace_ns = int(filler_grace_ms * 1e6)
+        self.grace_ns = ns(filler_grace_ms)
         self.hold_undecided = hold_undecided
         self.queue: asyncio.Queue = asyncio.Queue()  # clauses, SHOWN, and None at the end
         self.said: list[Clause] = []

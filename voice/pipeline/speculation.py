@@ -24,6 +24,7 @@ import re
 import threading
 from collections.abc import Callable
 
+from llm.clock import ms
 from voice.pipeline.context import CallContext
 from voice.pipeline.stages import Transcript
 from voice.pipeline.turns import Pause
@@ -184,7 +185,7 @@ class Attempt:
         requests = [t for name, t, _ in held if name == "llm_request"]
         ends = [t for name, t, _ in held if name == "llm_call"]
         now = self.context.timeline.clock()
-        ran = sum(((ends[i] if i < len(ends) else now) - t) / 1e6 for i, t in enumerate(requests))
+        ran = sum(ms(t, ends[i] if i < len(ends) else now, None) for i, t in enumerate(requests))
         return {"llm_runs": len(requests), "llm_ms": round(ran, 1)}
 
     def _count_asr(self, task: asyncio.Task) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 
 from llm.chat import ChatError
+from llm.clock import ms
 from voice.pipeline.answer import Transcription, answer_turn
 from voice.pipeline.audio import RATE
 from voice.pipeline.context import CallContext
@@ -145,7 +146,7 @@ class TurnTaking:
         detected = context.timeline.clock()
         index = self.last
         stopped = await context.speaker.stop()
-        stop_ms = round((stopped - detected) / 1e6, 1)
+        stop_ms = ms(detected, stopped, 1)
         log = TurnLog(context.timeline, index)
         log.note(barge_in_stop_ms=stop_ms)
         log.emit("barge_in", t_ns=detected, speech_start_ns=context.at(start_sample), stopped_ns=stopped,

@@ -21,6 +21,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
+from llm.clock import ns
 from voice.timing.timeline import Event, Timeline
 
 ENV_VARS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
@@ -212,9 +213,9 @@ class TraceExporter:
         if url.port:
             attributes["server.port"] = url.port
         attributes = {k: v for k, v in attributes.items() if v is not None}
-        end = request + int((d.get("done_ms") or 0) * 1e6)
+        end = request + ns(d.get("done_ms") or 0)
         first = d.get("first_token_ms")
-        marks = [] if first is None else [("first_token", request + int(first * 1e6))]
+        marks = [] if first is None else [("first_token", request + ns(first))]
         span(f"chat {d.get('model') or ''}".strip(), request, end, attributes, trace.SpanKind.CLIENT, marks)
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
+from llm.clock import ms
 from voice.pipeline.audio import RATE, to_float
 from voice.timing.timeline import Timeline
 
@@ -175,7 +176,7 @@ def write_turns(folder: Path, timeline: Timeline, audio: CallAudio) -> list[dict
         (folder / name).write_bytes(encode(clip))
         rows.append({
             "call": timeline.call, "turn": turn, "file": f"{folder.name}/{name}",
-            "start_ms": round((start - t0) / 1e6, 3), "seconds": round(len(clip) / RATE, 3),
+            "start_ms": ms(t0, start), "seconds": round(len(clip) / RATE, 3),
             "outline": outline(clip),
         })  # fmt: skip
     return rows

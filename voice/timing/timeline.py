@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from llm.clock import ms
 from voice.timing.anchors import ANCHORS, BY_NAME, METRICS, STAGES, WAITS
 
 STATUSES = ("ok", "timeout", "error", "no_answer")
@@ -120,7 +121,7 @@ class TurnRecord:
         t0 = self.anchors.get("t0")
         if t0 is None or (anchor is not None and anchor not in self.anchors):
             return None
-        return 0.0 if anchor is None else (self.anchors[anchor] - t0) / 1e6
+        return ms(t0, self.anchors[anchor] if anchor else t0, None)
 
     def ms(self) -> dict[str, float | None]:
         """Every anchor's metric in milliseconds from t0; None where the anchor was never reached."""
@@ -149,8 +150,7 @@ class TurnRecord:
         }
 
     def _ms_of(self, t_ns: int | None) -> float | None:
-        t0 = self.anchors.get("t0")
-        return None if t0 is None or t_ns is None else round((t_ns - t0) / 1e6, 3)
+        return ms(self.anchors.get("t0"), t_ns)
 
     def order_violations(self) -> list[str]:
         """Anchors out of order: a bug in a stage or the clock, to be reported, never hidden."""
@@ -290,7 +290,7 @@ class TurnLog:
 
     def note_moment(self, key: str, t_ns: int) -> None:
         """A moment the record keeps besides its anchors, in ms from the turn's t0 (emitted already)."""
-        self.note(**{key: round((t_ns - self.record.anchors["t0"]) / 1e6, 3)})
+        self.note(**{key: ms(self.record.anchors["t0"], t_ns)})
 
     def transcribed(self, text: str, compute_ms: float) -> None:
         """The words the answer is for, and the ASR's compute to hear them."""

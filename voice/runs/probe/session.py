@@ -11,6 +11,8 @@ raises (`ProbeConnectError`).
 
 from __future__ import annotations
 
+from llm.clock import ns
+
 import asyncio
 import contextlib
 import time
@@ -79,7 +81,7 @@ async def call(
     out = resample(samples, RATE, wire.rate)
     frame = wire.rate * FRAME_MS // 1000
     frames = [out[i : i + frame] for i in range(0, len(out) - frame + 1, frame)]
-    session = Session(wire.rate, _as_received(frames, wire), Playout(wire.rate, int(delay_ms * 1e6)))
+    session = Session(wire.rate, _as_received(frames, wire), Playout(wire.rate, ns(delay_ms)))
     try:
         ws = await connect(url)
     except ProbeConnectError as e:
