@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Protocol
+from typing import Literal, Protocol, get_args
 
 from llm import clock
 from llm.arguments import arguments_problem
@@ -71,18 +71,29 @@ class LLMCall:
                 "done_ms": done, "server": self.server, "http_overhead_ms": overhead}  # fmt: skip
 
 
+# The steps of a turn the agent reports, a closed set (AgentEvent refuses any other name): llm_call is
+# a call finished (`llm_call` holds it), answer the last call known to be the answer (`t_ns`: its first
+# content delta).
+AgentEventName = Literal[
+    "llm_request", "first_token", "content", "tool_start", "tool_end", "llm_call", "answer"
+]
+AGENT_EVENTS = frozenset(get_args(AgentEventName))
+
+
 @dataclass
 class AgentEvent:
-    """A step of a turn as it happens: llm_request, first_token, content, tool_start, tool_end,
-    llm_call (a call finished; `llm_call` holds it) and answer (the last call is known to be the
-    answer; `t_ns` is the time of its first content delta)."""
+    """A step of a turn as it happens."""
 
-    name: str
+    name: AgentEventName
     t_ns: int
     round: int
     text: str = ""
     tool_call: ToolCall | None = None
     llm_call: LLMCall | None = None
+
+    def __post_init__(self) -> None:
+        if self.name not in AGENT_EVENTS:
+            raise ValueError(f"unknown agent event {self.name!r}: the events are {sorted(AGENT_EVENTS)}")
 
 
 @dataclass

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from voice.record.turnaudio import CallAudio, write_turns
+from voice.timing.events import known
 from voice.timing.timeline import Event, Timeline
 
 
@@ -20,7 +21,7 @@ class RunDirError(FileNotFoundError):
 
 
 AUDIO_INDEX = "audio.jsonl"
-CALL_DONE = "call_replayed"  # the event that marks a call's records complete (what --resume keeps)
+CALL_DONE = known("call_replayed")  # the event that marks a call's records complete (what --resume keeps)
 
 
 class RunLog:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from llm.clock import ms
 from voice.timing.anchors import ANCHORS, BY_NAME, METRICS, STAGES, WAITS
+from voice.timing.events import known
 
 STATUSES = ("ok", "timeout", "error", "no_answer")
 
@@ -97,6 +98,9 @@ class Event:
     name: str
     t_ns: int
     data: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        known(self.name)
 
     def to_dict(self) -> dict:
         return {"call": self.call, "turn": self.turn, "event": self.name, "t_ns": self.t_ns, **self.data}
@@ -272,7 +276,7 @@ class TurnLog:
             self.timeline.emit(self.turn, name, t_ns, **data)
             return
         t_ns = self.timeline.clock() if t_ns is None else t_ns
-        self.held.append((name, t_ns, data))
+        self.held.append((known(name), t_ns, data))
         self.scratch.apply(name, t_ns, data)
 
     def release(self) -> None:
