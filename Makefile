@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench models
+.PHONY: setup demo test bench models format
 
 # Debian packages: PortAudio (sounddevice), mosquitto (MQTT tests), PulseAudio (virtual audio devices),
 # chromium (the HTML report tested in a real browser)
@@ -26,6 +26,7 @@ demo: setup
 
 test: setup
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/pytest -q; rc=$$?; [ $$rc -ne 5 ] || echo 'pytest collected no tests: that is a failure here'; exit $$rc
 
 bench: setup
@@ -41,3 +42,8 @@ models: setup
 	$(VENV)/bin/ttfat eval-llm --model build/models/diffusion --ar-model build/models/ar -n 2000 \
 		--default-only --out build/models/eval
 	$(VENV)/bin/ttfat train --recipe llm/support/recipe.toml --out build/models --install
+
+# The formatter owns the layout (CI checks it): `# fmt: skip` only where a table is data.
+format: setup
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .

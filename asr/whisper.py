@@ -212,8 +212,9 @@ class Transcriber:
         """The likeliest of the fitted window's `nbest` readings whose number `numbers_whole` reads as
         whole, unless it is `READING_GAP` less likely than the best reading or says words twice over where
         the first pass did not (a short window's loop: "15." read as "15. 15.", a whole "1515")."""
-        readings = self._decode(first.encoding, audio, beam_size=max(self.nbest, self.beam_size),
-                                readings=self.nbest)  # fmt: skip
+        readings = self._decode(
+            first.encoding, audio, beam_size=max(self.nbest, self.beam_size), readings=self.nbest
+        )
         loops, best = _loops(first.text), readings[0][1]
         fits = (r for r, score in readings if best - score <= READING_GAP and _loops(r) <= loops)
         return next((r for r in fits if self.numbers_whole(r)), None)
@@ -256,9 +257,16 @@ class Transcriber:
         length (10 tokens plus 8 a second), no repeated trigram."""
         budget = len(self.prompt) + 10 + int(8 * len(audio) / RATE)
         result = self.model.model.generate(
-            encoding, [self.prompt], beam_size=beam_size, num_hypotheses=readings, max_length=budget,
-            no_repeat_ngram_size=3, suppress_blank=True, suppress_tokens=self.suppress, return_scores=True,
-        )[0]  # fmt: skip
+            encoding,
+            [self.prompt],
+            beam_size=beam_size,
+            num_hypotheses=readings,
+            max_length=budget,
+            no_repeat_ngram_size=3,
+            suppress_blank=True,
+            suppress_tokens=self.suppress,
+            return_scores=True,
+        )[0]
         texts = [self.tokenizer.decode(ids).strip() for ids in result.sequences_ids]
         return list(zip(texts, result.scores, strict=True))
 
@@ -276,8 +284,12 @@ def has_number(text: str) -> bool:
     return bool(_NUMBER.search(text))
 
 
-_SPELLED = {**dict.fromkeys(("zero", "oh", "one", "two", "three", "four", "five", "six", "seven", "eight",
-                             "nine"), 1), "thousand": 3}  # fmt: skip
+_SPELLED = {
+    **dict.fromkeys(
+        ("zero", "oh", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"), 1
+    ),
+    "thousand": 3,
+}
 
 
 def number_digits(text: str) -> int:

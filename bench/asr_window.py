@@ -74,8 +74,13 @@ def score(transcriber: Transcriber, items) -> dict:
         elif digits(reference):
             numbers += 1
             right += digits(t.text) == digits(reference)
-    return {"wer": wer(pairs), "right": right, "numbers": numbers, "p50": statistics.median(ms),
-            "p95": percentile(ms, 95)}  # fmt: skip
+    return {
+        "wer": wer(pairs),
+        "right": right,
+        "numbers": numbers,
+        "p50": statistics.median(ms),
+        "p95": percentile(ms, 95),
+    }
 
 
 def main() -> None:
@@ -107,8 +112,10 @@ def main() -> None:
             cells = ""
             for items in sets.values():
                 s = score(transcriber, items)
-                cells += (f"{100 * s['wer']:6.1f}% {s['right']:>3}/{s['numbers']:<3} {s['p50']:7.0f} "
-                          f"{s['p95']:7.0f}")  # fmt: skip
+                cells += (
+                    f"{100 * s['wer']:6.1f}% {s['right']:>3}/{s['numbers']:<3} {s['p50']:7.0f} "
+                    f"{s['p95']:7.0f}"
+                )
             print(f"{model:<8} {name:<26}{cells}", flush=True)
 
 

@@ -11,17 +11,30 @@ import soundfile as sf
 
 from voice.pipeline.audio import RATE, load_audio
 
-HUMAN = ("ps__goforward", "ps__cards_001", "ps__cards_002", "ps__cards_003", "ps__cards_004", "ps__cards_005",
-         "ps__forever_input_2", "sr__english", "wfw__turn_on_the_living_room_lamp", "gcs__brooklyn_audio",
-         "gcs__brooklyn_silence_padding", "gas__whattimeisit")  # fmt: skip
+HUMAN = (
+    "ps__goforward",
+    "ps__cards_001",
+    "ps__cards_002",
+    "ps__cards_003",
+    "ps__cards_004",
+    "ps__cards_005",
+    "ps__forever_input_2",
+    "sr__english",
+    "wfw__turn_on_the_living_room_lamp",
+    "gcs__brooklyn_audio",
+    "gcs__brooklyn_silence_padding",
+    "gas__whattimeisit",
+)
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "speech"
 
 
 def human_calls(out: Path, per_call: int = 4, gap_s: float = 4.0) -> list[str]:
     """`per_call` clips to a call with `gap_s` of silence between, written to `out` with their
     manifest (speech spans where the clip is above 1% of full scale); returns the paths to replay."""
-    clips = {json.loads(line)["file"].split("/")[-1].removesuffix(".flac"): json.loads(line)
-             for line in (SHARED / "manifest.jsonl").read_text().splitlines()}  # fmt: skip
+    clips = {
+        json.loads(line)["file"].split("/")[-1].removesuffix(".flac"): json.loads(line)
+        for line in (SHARED / "manifest.jsonl").read_text().splitlines()
+    }
     lines = []
     for c in range(0, len(HUMAN), per_call):
         parts, turns, at = [np.zeros(RATE, np.float32)], [], 1.0

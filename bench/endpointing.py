@@ -51,8 +51,10 @@ def main() -> None:
     args = ap.parse_args()
     asr, model = Transcriber(window="auto"), SmartTurn()
     print(f"# end of turn: {cpu_name()}; tiny.en fitted window, Smart Turn v3.2")
-    print(f"\n{'calls':<12}{'rule':<24}{'mid-turn pauses called complete':>34}"
-          f"{'turn ends called goes on':>28}{'ms per judgement':>20}")  # fmt: skip
+    print(
+        f"\n{'calls':<12}{'rule':<24}{'mid-turn pauses called complete':>34}"
+        f"{'turn ends called goes on':>28}{'ms per judgement':>20}"
+    )
     for name in args.calls:
         paths = human_calls(Path(tempfile.mkdtemp())) if name == "human" else ["recordings"]
         found = pauses(paths)
@@ -70,8 +72,10 @@ def main() -> None:
         for rule, pairs in verdicts.items():
             cut = sum(went_on and complete for went_on, complete in pairs)
             wait = sum(not went_on and not complete for went_on, complete in pairs)
-            print(f"{name:<12}{rule:<24}{f'{cut} of {mid}':>34}{f'{wait} of {len(found) - mid}':>28}"
-                  f"{statistics.median(cost[rule]):>17.0f} ms")  # fmt: skip
+            print(
+                f"{name:<12}{rule:<24}{f'{cut} of {mid}':>34}{f'{wait} of {len(found) - mid}':>28}"
+                f"{statistics.median(cost[rule]):>17.0f} ms"
+            )
 
 
 if __name__ == "__main__":

@@ -39,10 +39,20 @@ VOCAB = 4096
 
 def random_checkpoint(path: Path, attention: str, block_size: int) -> Path:
     cfg = ModelConfig(
-        vocab_size=VOCAB, hidden_size=512, num_layers=8, num_heads=8, num_kv_heads=8, intermediate_size=1536,
-        mask_token_id=VOCAB - 1, eos_token_ids=[VOCAB - 2], pad_token_id=VOCAB - 3, attention=attention,
-        block_size=block_size, shift_logits=True, max_position=4096,
-    )  # fmt: skip
+        vocab_size=VOCAB,
+        hidden_size=512,
+        num_layers=8,
+        num_heads=8,
+        num_kv_heads=8,
+        intermediate_size=1536,
+        mask_token_id=VOCAB - 1,
+        eos_token_ids=[VOCAB - 2],
+        pad_token_id=VOCAB - 3,
+        attention=attention,
+        block_size=block_size,
+        shift_logits=True,
+        max_position=4096,
+    )
     torch.manual_seed(0)
     model = Transformer(cfg)
     with torch.no_grad():
@@ -108,8 +118,12 @@ def main() -> None:
     for n in args.lengths:
         print(f"\nanswer length {n}")
         blk = min(32, n)
-        ref = measure(bidir, prompt, GenerationParams(gen_length=n, block_length=blk, steps=n, cache="none"),
-                      args.repeats)  # fmt: skip
+        ref = measure(
+            bidir,
+            prompt,
+            GenerationParams(gen_length=n, block_length=blk, steps=n, cache="none"),
+            args.repeats,
+        )
         print(row("(a) LLaDA reference, 1 token/step", ref, None))
 
         def parallel(cache: str, n=n, blk=blk) -> GenerationParams:
@@ -212,17 +226,21 @@ def release_table(engine: Engine, prompts: list[list[int]], params: GenerationPa
             if (i := first_clause(texts)) is not None:
                 for way in at:
                     clause[way].append(at[way][i])
-    print(f"\nreleasing text, bundled model in blocks of {params.block_length} (threshold 0.9), "
-          f"{len(prompts)} held-out prompts x {repeats}: per committed token (ours) against per finished "
-          "block (SGLang)")  # fmt: skip
+    print(
+        f"\nreleasing text, bundled model in blocks of {params.block_length} (threshold 0.9), "
+        f"{len(prompts)} held-out prompts x {repeats}: per committed token (ours) against per finished "
+        "block (SGLang)"
+    )
     for name, times in (("first answer token", first), ("first clause", clause)):
         if not times["token"]:
             continue
         ours, theirs = statistics.median(times["token"]), statistics.median(times["block"])
         ratios = sorted(a / b for a, b in zip(times["token"], times["block"], strict=True))
-        print(f"  {name:<20} p50 {ours:7.1f} ms against {theirs:7.1f} ms: {ours / theirs:.2f}x of per-block "
-              f"(per-prompt ratio p50 {statistics.median(ratios):.2f}, worst {ratios[-1]:.2f}; "
-              f"{len(ratios)} answers)")  # fmt: skip
+        print(
+            f"  {name:<20} p50 {ours:7.1f} ms against {theirs:7.1f} ms: {ours / theirs:.2f}x of per-block "
+            f"(per-prompt ratio p50 {statistics.median(ratios):.2f}, worst {ratios[-1]:.2f}; "
+            f"{len(ratios)} answers)"
+        )
 
 
 if __name__ == "__main__":

@@ -54,8 +54,10 @@ def run_wave(engine: Engine, prompts: list[list[int]], params: GenerationParams)
             tokens[c.request_id] += len(c.token_ids)
             forwards[c.request_id] = c.forwards
     total_s = (time.monotonic_ns() - start) / 1e9
-    return [{"first_ms": first.get(i), "tokens": tokens[i], "forwards": forwards[i], "wave_s": total_s}
-            for i in ids]  # fmt: skip
+    return [
+        {"first_ms": first.get(i), "tokens": tokens[i], "forwards": forwards[i], "wave_s": total_s}
+        for i in ids
+    ]
 
 
 def measure(engine: Engine, prompts: list[list[int]], concurrency: int, params: GenerationParams) -> dict:
@@ -109,22 +111,31 @@ def main() -> None:
 
     register_bundled()
 
-    report = {"device": device_name(args.device), "torch": torch.__version__,
-              "python": platform.python_version(), "models": []}  # fmt: skip
+    report = {
+        "device": device_name(args.device),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "models": [],
+    }
     print(f"# gpu bench: {report['device']}, torch {torch.__version__}")
     for name in args.models:
         result = bench_model(str(model_dir(name)), args.device, args.requests, args.gen_length)
         report["models"].append(result)
         for r in result["runs"]:
-            print(f"  {result['family']:<14} x{r['concurrency']}: first answer token p50 "
-                  f"{r['ttfat_p50_ms']} / p95 {r['ttfat_p95_ms']} ms, {r['tokens_per_s']} tok/s, "
-                  f"{r['tokens_per_forward']} tokens/forward ({r['requests']} requests, {r['unanswered']} "
-                  "without a token)")  # fmt: skip
+            print(
+                f"  {result['family']:<14} x{r['concurrency']}: first answer token p50 "
+                f"{r['ttfat_p50_ms']} / p95 {r['ttfat_p95_ms']} ms, {r['tokens_per_s']} tok/s, "
+                f"{r['tokens_per_forward']} tokens/forward ({r['requests']} requests, {r['unanswered']} "
+                "without a token)"
+            )
     if args.pipeline:
         pipeline = [sys.executable, str(ROOT / "bench" / "pipeline.py"), "--configs", "overlapped"]
         done = subprocess.run(pipeline, capture_output=True, text=True, cwd=ROOT)
-        report["pipeline"] = {"returncode": done.returncode, "output": done.stdout,
-                              "errors": done.stderr[-4000:]}  # fmt: skip
+        report["pipeline"] = {
+            "returncode": done.returncode,
+            "output": done.stdout,
+            "errors": done.stderr[-4000:],
+        }
         print(done.stdout)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2) + "\n")

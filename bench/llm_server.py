@@ -29,14 +29,21 @@ def main() -> None:
     args = ap.parse_args()
     register_bundled()
     print(f"# server bench: {cpu_name()}, torch {torch.__version__}")
-    print(f"# model {args.model}, dtype {args.dtype or 'default'}, threads {args.threads or 'default'}; "
-          "server in its own process")  # fmt: skip
+    print(
+        f"# model {args.model}, dtype {args.dtype or 'default'}, threads {args.threads or 'default'}; "
+        "server in its own process"
+    )
     print(f"# client and server share this machine's {os.cpu_count()} cores")
     with ServerProcess(
         model_dir(args.model), served_name(args.model), dtype=args.dtype, threads=args.threads
     ) as url:
-        levels = bench([url], answer_prompts(), (1, 2, 4, 8, 16), args.requests_per_worker,
-                       min_requests=args.min_requests)  # fmt: skip
+        levels = bench(
+            [url],
+            answer_prompts(),
+            (1, 2, 4, 8, 16),
+            args.requests_per_worker,
+            min_requests=args.min_requests,
+        )
         rows = {r["concurrency"]: r for r in levels[url]}
     c1, c8 = rows[1], rows[8]
     print(f"\nTTFAT p95 at 8 / at 1: {c8['ttfat_p95'] / c1['ttfat_p95']:.2f} (target <= 2)")

@@ -132,8 +132,9 @@ def replay_config(name, paths, server, pid, parts, args) -> dict:
 
     async def replayed() -> dict:
         try:
-            return await with_lag_probe(run(find_calls(paths), stages, replace(settings, mode=args.mode), out,
-                                            1, env), lags)  # fmt: skip
+            return await with_lag_probe(
+                run(find_calls(paths), stages, replace(settings, mode=args.mode), out, 1, env), lags
+            )
         finally:  # closed on its own loop: left to the collector, it closes on the next config's, and fails
             await chat.client.close()
 
@@ -145,8 +146,14 @@ def replay_config(name, paths, server, pid, parts, args) -> dict:
     wasted = {
         k: sum(w.get(k, 0) for w in waste) / len(turns) for k in ("asr_runs", "asr_ms", "llm_runs", "llm_ms")
     }
-    return {"summary": summary, "turns": turns, "lags": lags, "cpu_ms": [c / len(turns) for c in cpu_ms],
-            "waste": wasted, "emit_ms": statistics.median(per_turn) if per_turn else 0.0}  # fmt: skip
+    return {
+        "summary": summary,
+        "turns": turns,
+        "lags": lags,
+        "cpu_ms": [c / len(turns) for c in cpu_ms],
+        "waste": wasted,
+        "emit_ms": statistics.median(per_turn) if per_turn else 0.0,
+    }
 
 
 def fmt(v: float | None) -> str:
@@ -165,8 +172,10 @@ def main() -> None:
     Timeline.emit = timed_emit(Timeline.emit)
     tmp = Path(tempfile.mkdtemp(prefix="ttfat-human-"))
     paths = human_calls(tmp) if args.calls == "human" else ["recordings"]
-    print(f"# pipeline bench: {cpu_name()}, {os.cpu_count()} cores; "
-          f"{args.calls} calls, {args.mode} replay, the bundled models (ASR tiny.en int8)")  # fmt: skip
+    print(
+        f"# pipeline bench: {cpu_name()}, {os.cpu_count()} cores; "
+        f"{args.calls} calls, {args.mode} replay, the bundled models (ASR tiny.en int8)"
+    )
     parts = (
         Transcriber(),
         Synthesizer(),
@@ -188,11 +197,15 @@ def main() -> None:
 
 def report(results: dict) -> None:
     base = results.get("serial")
-    print(f"\n{'':<20}{'first useful audio':>20}{'TTFAT':>12}   {'quality (%)':<26}{'wasted per turn':>24}"
-          f"{'CPU ms/turn':>14}")  # fmt: skip
-    print(f"{'config':<20}{'p50':>6}{'p95':>6}{'/serial':>8}{'p50':>6}{'p95':>6}   {'WER':>5}{'tools':>6}"
-          f"{'facts':>6}"
-          f"{'cut':>5}{'   ASR runs/ms  LLM runs/ms':>28}{'voice + LLM':>14}")  # fmt: skip
+    print(
+        f"\n{'':<20}{'first useful audio':>20}{'TTFAT':>12}   {'quality (%)':<26}{'wasted per turn':>24}"
+        f"{'CPU ms/turn':>14}"
+    )
+    print(
+        f"{'config':<20}{'p50':>6}{'p95':>6}{'/serial':>8}{'p50':>6}{'p95':>6}   {'WER':>5}{'tools':>6}"
+        f"{'facts':>6}"
+        f"{'cut':>5}{'   ASR runs/ms  LLM runs/ms':>28}{'voice + LLM':>14}"
+    )
     for name, r in results.items():
         print(row(name, r, base))
     print(f"\nstages of the wait, p50 / p95 ms (ok turns){'':<2}" + "".join(f"{n[:16]:>18}" for n in results))
@@ -206,9 +219,11 @@ def report(results: dict) -> None:
     for name, r in results.items():
         share = [100 * t["llm_share"] for t in r["turns"] if t.get("llm_share") is not None]
         s, lags = r["summary"], r["lags"]
-        print(f"\n{name}: {s['turns']} turns, success {100 * s['success_rate']:.1f}%; LLM share p50 "
-              f"{statistics.median(share) if share else 0:.1f}%; events {r['emit_ms']:.2f} ms/turn; "
-              f"loop lag p50 {statistics.median(lags):.2f} / p95 {percentile(lags, 95):.2f} ms")  # fmt: skip
+        print(
+            f"\n{name}: {s['turns']} turns, success {100 * s['success_rate']:.1f}%; LLM share p50 "
+            f"{statistics.median(share) if share else 0:.1f}%; events {r['emit_ms']:.2f} ms/turn; "
+            f"loop lag p50 {statistics.median(lags):.2f} / p95 {percentile(lags, 95):.2f} ms"
+        )
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\nvoice process peak memory {rss:.0f} MiB (torch loaded: {'torch' in sys.modules})")
 
@@ -248,10 +263,12 @@ def row(name: str, r: dict, base: dict | None) -> str:
     pct = lambda v: "-" if v is None else f"{100 * v:.1f}"  # noqa: E731
     cut = sum(cut_mid_sentence(t) for t in r["turns"])
     waste = f"{w['asr_runs']:.2f} / {w['asr_ms']:3.0f}  {w['llm_runs']:.2f} / {w['llm_ms']:3.0f}"
-    return (f"{name:<20}{fmt(useful['p50']):>6}{fmt(useful['p95']):>6}{ratio:>8}{fmt(ttfat['p50']):>6}"
-            f"{fmt(ttfat['p95']):>6}   {pct(q['wer']):>5}{pct(q['tool_call_accuracy']):>6}"
-            f"{pct(q['fact_accuracy']):>6}"
-            f"{cut:>5}{waste:>28}{r['cpu_ms'][0]:>8.0f} + {r['cpu_ms'][1]:.0f}")  # fmt: skip
+    return (
+        f"{name:<20}{fmt(useful['p50']):>6}{fmt(useful['p95']):>6}{ratio:>8}{fmt(ttfat['p50']):>6}"
+        f"{fmt(ttfat['p95']):>6}   {pct(q['wer']):>5}{pct(q['tool_call_accuracy']):>6}"
+        f"{pct(q['fact_accuracy']):>6}"
+        f"{cut:>5}{waste:>28}{r['cpu_ms'][0]:>8.0f} + {r['cpu_ms'][1]:.0f}"
+    )
 
 
 if __name__ == "__main__":

@@ -69,17 +69,29 @@ def main() -> None:
     if args.worker:
         print(json.dumps(worker(args.worker == "plans", args.clauses, args.threads)))
         return
-    print(f"{cpu_name()}, {args.clauses} clauses of 2-30 words, "
-          f"{args.threads} onnxruntime thread(s); resident memory every 50 clauses")  # fmt: skip
+    print(
+        f"{cpu_name()}, {args.clauses} clauses of 2-30 words, "
+        f"{args.threads} onnxruntime thread(s); resident memory every 50 clauses"
+    )
     results = {}
     for name in ("plans", "no-plans"):
-        cmd = [sys.executable, __file__, "--worker", name, "--clauses", str(args.clauses),
-               "--threads", str(args.threads)]  # fmt: skip
+        cmd = [
+            sys.executable,
+            __file__,
+            "--worker",
+            name,
+            "--clauses",
+            str(args.clauses),
+            "--threads",
+            str(args.threads),
+        ]
         out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
         results[name] = r = json.loads(out.strip().splitlines()[-1])
         grown = r["memory"][-1] - r["memory"][0]
-        print(f"{name:<9} {r['ms']:6.1f} ms/clause (median), {r['total_s']:6.1f} s in all; MiB {r['memory']} "
-              f"(+{grown} after the first 50)")  # fmt: skip
+        print(
+            f"{name:<9} {r['ms']:6.1f} ms/clause (median), {r['total_s']:6.1f} s in all; MiB {r['memory']} "
+            f"(+{grown} after the first 50)"
+        )
     ratio = results["no-plans"]["total_s"] / results["plans"]["total_s"]
     print(f"time without plans / with: {ratio:.2f}x")
 

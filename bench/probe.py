@@ -61,19 +61,25 @@ def main() -> None:
     rows = joined(probe, ours)
     gaps = [abs(r["difference_ms"]) for r in rows]
     cores = summary["environment"]["hardware"]["cores"]
-    print(f"\n# probe vs the agent's own records: {cpu_name()}, {cores} cores; {args.calls} calls of "
-          f"recordings/, concurrency {args.concurrency}, Twilio media streams")  # fmt: skip
+    print(
+        f"\n# probe vs the agent's own records: {cpu_name()}, {cores} cores; {args.calls} calls of "
+        f"recordings/, concurrency {args.concurrency}, Twilio media streams"
+    )
     ok = summary["statuses"]["ok"]
     print(f"turns: probe {len(probe)} (ok {ok}), agent {len(ours)}, joined {len(rows)}")
     if gaps:
         signed = sorted(r["difference_ms"] for r in rows)
-        print(f"|probe - agent| first useful audio heard: p50 {percentile(gaps, 50):.0f} ms, "
-              f"p95 {percentile(gaps, 95):.0f} ms, max {max(gaps):.0f} ms (targets 30 / 80); "
-              f"signed p50 {percentile(signed, 50):+.0f} ms")  # fmt: skip
+        print(
+            f"|probe - agent| first useful audio heard: p50 {percentile(gaps, 50):.0f} ms, "
+            f"p95 {percentile(gaps, 95):.0f} ms, max {max(gaps):.0f} ms (targets 30 / 80); "
+            f"signed p50 {percentile(signed, 50):+.0f} ms"
+        )
     for name, s in (("probe (outside)", summary), ("agent (its own records)", agent_summary)):
         m = s["metrics"]["first_useful_audio_ms"]
-        print(f"{name:<24} first useful audio heard p50 {m['p50']} / p95 {m['p95']} ms, "
-              f"success {s['success_rate']}")  # fmt: skip
+        print(
+            f"{name:<24} first useful audio heard p50 {m['p50']} / p95 {m['p95']} ms, "
+            f"success {s['success_rate']}"
+        )
     worst = sorted(rows, key=lambda r: -abs(r["difference_ms"]))[:5]
     print("largest:", ", ".join(f"{r['call']} {r['turn']} {r['difference_ms']:+.0f} ms" for r in worst))
     print(f"run directories: {probe_dir} {agent_dir}")
@@ -93,8 +99,22 @@ def probe_agent(command: list[str], calls: Path, out: Path, args, *more: str) ->
         url = agent.stdout.readline().strip()
         if not url.startswith("ws://"):
             sys.exit(f"{command[1]} did not start (it printed {url!r})")
-        subprocess.run([*TTFAT, "probe", url, str(calls), "--out", str(out), "--force",
-                        "--concurrency", str(args.concurrency), *more], cwd=ROOT, check=True)  # fmt: skip
+        subprocess.run(
+            [
+                *TTFAT,
+                "probe",
+                url,
+                str(calls),
+                "--out",
+                str(out),
+                "--force",
+                "--concurrency",
+                str(args.concurrency),
+                *more,
+            ],
+            cwd=ROOT,
+            check=True,
+        )
     finally:
         agent.send_signal(signal.SIGINT)
         agent.wait(120)

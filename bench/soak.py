@@ -101,8 +101,12 @@ def fds(pid: int | str = "self") -> int:
 
 
 def handles(server_pid: int) -> dict:
-    return {"fds": fds(), "threads": threads(), "server_fds": fds(server_pid),
-            "server_threads": threads(server_pid)}  # fmt: skip
+    return {
+        "fds": fds(),
+        "threads": threads(),
+        "server_fds": fds(server_pid),
+        "server_threads": threads(server_pid),
+    }
 
 
 @dataclass
@@ -134,8 +138,16 @@ class SoakLog(RunLog):
         """To turns.jsonl, and kept only as a `Written`: the base log also keeps every record, for the
         summary at the end of a replay, memory that would grow for as long as the soak runs."""
         self._write(self.turns, record)
-        self.written.append(Written(time.monotonic(), record["call"], record["turn"], record["status"],
-                                    record.get("first_useful_audio_ms"), record.get("error")))  # fmt: skip
+        self.written.append(
+            Written(
+                time.monotonic(),
+                record["call"],
+                record["turn"],
+                record["status"],
+                record.get("first_useful_audio_ms"),
+                record.get("error"),
+            )
+        )
 
 
 def leak_check(memory: list[dict], key: str, warmup_s: float = 0.0) -> dict:
@@ -146,12 +158,24 @@ def leak_check(memory: list[dict], key: str, warmup_s: float = 0.0) -> dict:
     first, last = kept[:third], kept[-third:]
     mean = lambda xs: sum(xs) / len(xs) if xs else 0.0  # noqa: E731
     growth = mean(last) / mean(first) - 1 if first and mean(first) else 0.0
-    return {"first_third_mib": round(mean(first), 1), "last_third_mib": round(mean(last), 1),
-            "growth": round(growth, 4), "ok": growth <= 0.05}  # fmt: skip
+    return {
+        "first_third_mib": round(mean(first), 1),
+        "last_third_mib": round(mean(last), 1),
+        "growth": round(growth, 4),
+        "ok": growth <= 0.05,
+    }
 
 
-async def soak(stages: Stages, server_pid: int, url: str, callers: int, seconds: float, out: Path,
-               warmup_s: float = 0.0, record_audio: bool = True) -> dict:  # fmt: skip
+async def soak(
+    stages: Stages,
+    server_pid: int,
+    url: str,
+    callers: int,
+    seconds: float,
+    out: Path,
+    warmup_s: float = 0.0,
+    record_audio: bool = True,
+) -> dict:
     calls = find_calls(["recordings"])
     settings = Settings("fast", record_audio=record_audio)
     log = SoakLog(out)
@@ -169,8 +193,14 @@ async def soak(stages: Stages, server_pid: int, url: str, callers: int, seconds:
     async def sampler() -> None:
         t0 = time.monotonic()
         while True:
-            memory.append({"s": round(time.monotonic() - t0), "voice_mib": round(rss_mib(), 1),
-                           "server_mib": round(rss_mib(server_pid), 1), **heap_mib()})  # fmt: skip
+            memory.append(
+                {
+                    "s": round(time.monotonic() - t0),
+                    "voice_mib": round(rss_mib(), 1),
+                    "server_mib": round(rss_mib(server_pid), 1),
+                    **heap_mib(),
+                }
+            )
             await asyncio.sleep(SAMPLE_S)
 
     await stages.warm_up()
@@ -178,8 +208,14 @@ async def soak(stages: Stages, server_pid: int, url: str, callers: int, seconds:
     sampling = asyncio.create_task(sampler())
     await asyncio.gather(*(caller(k) for k in range(callers)))
     sampling.cancel()
-    memory.append({"s": round(time.monotonic() - began), "voice_mib": round(rss_mib(), 1),
-                   "server_mib": round(rss_mib(server_pid), 1), **heap_mib()})  # fmt: skip
+    memory.append(
+        {
+            "s": round(time.monotonic() - began),
+            "voice_mib": round(rss_mib(), 1),
+            "server_mib": round(rss_mib(server_pid), 1),
+            **heap_mib(),
+        }
+    )
     health = httpx.get(url.removesuffix("/v1") + "/health", timeout=10).json()
     records = log.written
     recorded = {(r.call, r.turn) for r in records}
@@ -189,9 +225,14 @@ async def soak(stages: Stages, server_pid: int, url: str, callers: int, seconds:
     for minute in range(int((time.monotonic() - began) // 60) + 1):
         heard = [r.heard_ms for r in records if int((r.at - began) // 60) == minute]
         values = [float("inf") if v is None else v for v in heard]
-        minutes.append({"minute": minute + 1, "turns": len(values),
-                        "p50": percentile(values, 50) if values else None,
-                        "p95": percentile(values, 95) if values else None})  # fmt: skip
+        minutes.append(
+            {
+                "minute": minute + 1,
+                "turns": len(values),
+                "p50": percentile(values, 50) if values else None,
+                "p95": percentile(values, 95) if values else None,
+            }
+        )
     log.close({"soak": True})
     kept = [json.loads(line) for line in (out / "turns.jsonl").read_text().splitlines()]
     end = handles(server_pid)
@@ -215,10 +256,14 @@ async def soak(stages: Stages, server_pid: int, url: str, callers: int, seconds:
 
 
 def print_report(r: dict) -> None:
-    print(f"# soak: {r['callers']} callers, {r['seconds']:.0f} s, fast replay of recordings/ in a loop, "
-          f"{os.cpu_count()} cores")  # fmt: skip
-    print(f"turns {r['turns']}  by status {r['by_status']}  lost {len(r['lost'])}  "
-          f"open requests at the end {r['open_requests_at_end']}")  # fmt: skip
+    print(
+        f"# soak: {r['callers']} callers, {r['seconds']:.0f} s, fast replay of recordings/ in a loop, "
+        f"{os.cpu_count()} cores"
+    )
+    print(
+        f"turns {r['turns']}  by status {r['by_status']}  lost {len(r['lost'])}  "
+        f"open requests at the end {r['open_requests_at_end']}"
+    )
     for error, n in r["by_error"].items():
         print(f"  {n:5d} x {error}")
     samples = [f"{m['s']}s: voice {m['voice_mib']:.0f} / server {m['server_mib']:.0f}" for m in r["memory"]]
@@ -226,23 +271,34 @@ def print_report(r: dict) -> None:
     for who in ("voice", "server"):
         leak = r[f"{who}_leak"]
         verdict = "ok" if leak["ok"] else "GROWN"
-        print(f"{who} leak check: first third {leak['first_third_mib']} MiB, last third "
-              f"{leak['last_third_mib']} MiB, growth {100 * leak['growth']:+.1f}% ({verdict})")  # fmt: skip
+        print(
+            f"{who} leak check: first third {leak['first_third_mib']} MiB, last third "
+            f"{leak['last_third_mib']} MiB, growth {100 * leak['growth']:+.1f}% ({verdict})"
+        )
     if heap := r.get("voice_heap"):
         in_use = [m["heap_in_use_mib"] for m in r["memory"][1:]]
-        print(f"voice malloc heap: first third {heap['first_third_mib']} MiB, last third "
-              f"{heap['last_third_mib']} MiB, growth {100 * heap['growth']:+.1f}% (in use "
-              f"{min(in_use, default=0):.0f}-{max(in_use, default=0):.0f} MiB)")  # fmt: skip
+        print(
+            f"voice malloc heap: first third {heap['first_third_mib']} MiB, last third "
+            f"{heap['last_third_mib']} MiB, growth {100 * heap['growth']:+.1f}% (in use "
+            f"{min(in_use, default=0):.0f}-{max(in_use, default=0):.0f} MiB)"
+        )
     print(
         f"turn records: {r['records_mib']} MiB as Python objects (a replay's log keeps them for its "
         "summary; the soak's does not, so that its memory is the pipeline's)"
     )
-    print(f"fds {r['start']['fds']} -> {r['end']['fds']} (server {r['start']['server_fds']} -> "
-          f"{r['end']['server_fds']}), threads {r['start']['threads']} -> {r['end']['threads']} (server "
-          f"{r['start']['server_threads']} -> {r['end']['server_threads']})")  # fmt: skip
-    print("first useful audio heard per minute (ms): " + "  ".join(
-        f"m{m['minute']} p50 {m['p50']:.0f} p95 {m['p95']:.0f} (n {m['turns']})" for m in r["per_minute"]
-        if m["turns"]))  # fmt: skip
+    print(
+        f"fds {r['start']['fds']} -> {r['end']['fds']} (server {r['start']['server_fds']} -> "
+        f"{r['end']['server_fds']}), threads {r['start']['threads']} -> {r['end']['threads']} (server "
+        f"{r['start']['server_threads']} -> {r['end']['server_threads']})"
+    )
+    print(
+        "first useful audio heard per minute (ms): "
+        + "  ".join(
+            f"m{m['minute']} p50 {m['p50']:.0f} p95 {m['p95']:.0f} (n {m['turns']})"
+            for m in r["per_minute"]
+            if m["turns"]
+        )
+    )
 
 
 def main() -> int:
@@ -251,9 +307,13 @@ def main() -> int:
     ap.add_argument("--minutes", type=float, default=10.0)
     ap.add_argument("--json", help="also write the figures as JSON here")
     ap.add_argument("--no-audio", action="store_true", help="keep no turn clips (as replay --no-audio)")
-    ap.add_argument("--warmup-s", type=float, default=None,
-                    help="seconds of samples the leak check leaves out (default: 300, at most half the run: "
-                         "the voice process's memory fills for the first minutes, see WARMUP_S)")  # fmt: skip
+    ap.add_argument(
+        "--warmup-s",
+        type=float,
+        default=None,
+        help="seconds of samples the leak check leaves out (default: 300, at most half the run: "
+        "the voice process's memory fills for the first minutes, see WARMUP_S)",
+    )
     args = ap.parse_args()
     warmup_s = min(WARMUP_S, args.minutes * 30) if args.warmup_s is None else args.warmup_s
     global SAMPLE_S
@@ -263,8 +323,18 @@ def main() -> int:
     with server as url:
         agent = store_agent(OpenAIChat(url, model="bundled"))
         stages = Stages(Transcriber(window="auto"), agent, Synthesizer())
-        result = asyncio.run(soak(stages, server.proc.pid, url, args.callers, args.minutes * 60, out,
-                                  warmup_s, record_audio=not args.no_audio))  # fmt: skip
+        result = asyncio.run(
+            soak(
+                stages,
+                server.proc.pid,
+                url,
+                args.callers,
+                args.minutes * 60,
+                out,
+                warmup_s,
+                record_audio=not args.no_audio,
+            )
+        )
     shutil.rmtree(out, ignore_errors=True)  # its records and turn clips: the figures are all in `result`
     print_report(result)
     if args.json:

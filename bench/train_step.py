@@ -49,9 +49,11 @@ class Layout:
 def layouts(args, bf16: bool) -> list[Layout]:
     """The layouts in the order they run."""
     timed = (args.warmup, args.steps)
-    runs = [Layout("one a row (first)", False, False, False, bf16, *timed),
-            Layout("packed (before)", True, False, False, bf16, *timed),
-            Layout("packed, lean (now)", True, True, False, bf16, *timed)]  # fmt: skip
+    runs = [
+        Layout("one a row (first)", False, False, False, bf16, *timed),
+        Layout("packed (before)", True, False, False, bf16, *timed),
+        Layout("packed, lean (now)", True, True, False, bf16, *timed),
+    ]
     runs += [] if args.no_compile else [Layout("lean, compiled", True, True, True, bf16, *timed)]
     other = "lean, fp32" if bf16 else "lean, bf16 autocast"
     return [*runs, Layout(other, True, True, False, not bf16, 1, args.other_steps)]  # eager: one warms up
@@ -86,8 +88,12 @@ def measure(stage, pairs, tok, run: Layout) -> dict:
             times.append(time.perf_counter() - start)
             examples += len(idx)
             tokens += int(real.sum())
-    return {"ms": 1000 * statistics.mean(times), "examples_s": examples / sum(times),
-            "fill": statistics.mean(fill), "tokens": tokens / examples}  # fmt: skip
+    return {
+        "ms": 1000 * statistics.mean(times),
+        "examples_s": examples / sum(times),
+        "fill": statistics.mean(fill),
+        "tokens": tokens / examples,
+    }
 
 
 def main() -> None:

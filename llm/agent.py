@@ -65,10 +65,18 @@ class LLMCall:
             seen = self.server.get("first_content_ms")
             client, server = (first_content, seen) if seen is not None else (done, self.server.get("done_ms"))
             overhead = None if client is None or server is None else round(client - server, 3)
-        return {"round": self.round, "endpoint": self.endpoint, "model": self.model,
-                "answered": self.answered, "tools": self.tools,
-                "first_token_ms": since(self.first_token_ns), "first_content_ms": first_content,
-                "done_ms": done, "server": self.server, "http_overhead_ms": overhead}  # fmt: skip
+        return {
+            "round": self.round,
+            "endpoint": self.endpoint,
+            "model": self.model,
+            "answered": self.answered,
+            "tools": self.tools,
+            "first_token_ms": since(self.first_token_ns),
+            "first_content_ms": first_content,
+            "done_ms": done,
+            "server": self.server,
+            "http_overhead_ms": overhead,
+        }
 
 
 # The steps of a turn the agent reports, a closed set (AgentEvent refuses any other name): llm_call is
@@ -129,8 +137,13 @@ class TurnResult:
 def tool_record(call: ToolCall) -> dict:
     """A tool call in a turn record; ``error`` says how it failed (None when it did not)."""
     error = (call.result or {}).get("error") if isinstance(call.result, dict) else None
-    return {"name": call.name, "arguments": call.arguments, "result": call.result, "ms": call.ms,
-            "error": error}  # fmt: skip
+    return {
+        "name": call.name,
+        "arguments": call.arguments,
+        "result": call.result,
+        "ms": call.ms,
+        "error": error,
+    }
 
 
 class Agent:
@@ -173,8 +186,12 @@ class Agent:
         said = [{**m, "content": self.words(m["content"])} if m["role"] == "user" else m for m in said]
         messages = [{"role": "system", "content": self.system_prompt}, *said]
         for round_ in range(self.max_tool_rounds + 1):
-            call = LLMCall(round_, time.monotonic_ns(), endpoint=getattr(self.llm, "url", None),
-                           model=getattr(self.llm, "model", None))  # fmt: skip
+            call = LLMCall(
+                round_,
+                time.monotonic_ns(),
+                endpoint=getattr(self.llm, "url", None),
+                model=getattr(self.llm, "model", None),
+            )
             result.calls.append(call)
             emit(AgentEvent("llm_request", call.request_ns, round_))
             content, calls = await self._ask(messages, call, result, emit)
@@ -188,9 +205,20 @@ class Agent:
                     emit(AgentEvent("answer", call.first_content_ns, round_, result.answer))
                 break
             result.filler = (result.filler + " " + content).strip()
-            messages.append({"role": "assistant", "content": content, "tool_calls": [
-                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                for c in calls]})  # fmt: skip
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": content,
+                    "tool_calls": [
+                        {
+                            "id": c.id,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": c.arguments},
+                        }
+                        for c in calls
+                    ],
+                }
+            )
             for tool_call in calls:
                 tool_call.start_ns = time.monotonic_ns()
                 emit(AgentEvent("tool_start", tool_call.start_ns, round_, tool_call=tool_call))

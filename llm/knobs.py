@@ -87,11 +87,17 @@ class Knob:
         """Its request field's JSON schema (null: the server's default)."""
         said = f"{str(not self.default).lower()}: {self.help}" if self.kind is bool else self.describe()
         out = {"type": [JSON_TYPES[self.kind], "null"], "description": said}
-        bounds = {"enum": [*self.choices, None] if self.choices else None, "minimum": self.minimum,
-                  "maximum": self.maximum, "exclusiveMinimum": self.above}  # fmt: skip
+        bounds = {
+            "enum": [*self.choices, None] if self.choices else None,
+            "minimum": self.minimum,
+            "maximum": self.maximum,
+            "exclusiveMinimum": self.above,
+        }
         return out | {k: v for k, v in bounds.items() if v is not None}
 
 
+# a table, one knob a row
+# fmt: off
 KNOBS = {knob.name: knob for knob in (
     Knob("gen_length", int, "answer token budget, rounded up to whole blocks (a bidirectional model's "
          "canvas); over HTTP it is sent as max_tokens", default=64, minimum=1, sent_as="max_tokens",
@@ -122,7 +128,8 @@ KNOBS = {knob.name: knob for knob in (
          default=False),
     Knob("opening_floor", dict, "token id -> the least probability the answer may open with it",
          per_request=False),
-)}  # fmt: skip
+)}
+# fmt: on
 REQUEST_KNOBS = [knob for knob in KNOBS.values() if knob.per_request]
 
 

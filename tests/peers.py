@@ -47,8 +47,10 @@ class Peer:
     def __enter__(self) -> Peer:
         if self.behaviour == "speaks":  # made once, before any call: the reply is sent at once
             rate = self.voice.sample_rate
-            self.clips = [(t, resample(to_float(self.voice.speak(t).audio), rate, self._wire().rate))
-                          for t in (FILLER, ANSWER)]  # fmt: skip
+            self.clips = [
+                (t, resample(to_float(self.voice.speak(t).audio), rate, self._wire().rate))
+                for t in (FILLER, ANSWER)
+            ]
         ready = threading.Event()
         self._thread = threading.Thread(target=lambda: asyncio.run(self._serve(ready)), daemon=True)
         self._thread.start()

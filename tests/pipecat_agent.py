@@ -51,10 +51,14 @@ def app(llm_url: str, model: str):
     spec = load_agent_file(BUNDLED_AGENT)
     tools = FileTools(spec.tools)
     schemas = [
-        FunctionSchema(f["name"], f.get("description", ""), f["parameters"].get("properties", {}),
-                       f["parameters"].get("required", []))
+        FunctionSchema(
+            f["name"],
+            f.get("description", ""),
+            f["parameters"].get("properties", {}),
+            f["parameters"].get("required", []),
+        )
         for f in (t.schema["function"] for t in spec.tools)
-    ]  # fmt: skip
+    ]
     voice = bundled_voice()
     server = FastAPI()
 
@@ -80,8 +84,9 @@ def app(llm_url: str, model: str):
                 audio_in_enabled=True, audio_out_enabled=True, add_wav_header=False, serializer=serializer
             ),
         )
-        stt = WhisperSTTService(settings=WhisperSTTService.Settings(model=str(bundled_model())),
-                                device="cpu", compute_type="int8")  # fmt: skip
+        stt = WhisperSTTService(
+            settings=WhisperSTTService.Settings(model=str(bundled_model())), device="cpu", compute_type="int8"
+        )
         llm = OpenAILLMService(
             api_key="none", base_url=llm_url, settings=OpenAILLMService.Settings(model=model)
         )

@@ -83,8 +83,14 @@ class Capture:
     """Records the speaker sink, stamping each chunk with the monotonic time it arrived."""
 
     def __init__(self, env: dict):
-        cmd = ["parec", "--device=agent_out.monitor", f"--rate={OUT_RATE}", "--channels=1", "--format=s16le",
-               "--latency-msec=5"]  # fmt: skip
+        cmd = [
+            "parec",
+            "--device=agent_out.monitor",
+            f"--rate={OUT_RATE}",
+            "--channels=1",
+            "--format=s16le",
+            "--latency-msec=5",
+        ]
         self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE)
         self.chunks: list[tuple[int, np.ndarray]] = []
         self.thread = threading.Thread(target=self._read, daemon=True)
@@ -119,8 +125,9 @@ def session(env: dict, out: Path, *options: str):
     # as from a terminal: tests started in the background (`cmd &` without job control) hand SIGINT down
     # ignored, and a Python started that way never installs its Ctrl-C handler, so talk would not end
     foreground = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=foreground)  # fmt: skip
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=foreground
+    )
     if not any("listening" in line for line in proc.stderr):
         raise PulseError(f"ttfat talk did not start: {proc.communicate()}\n{pulse_log(env)}")
     capture = Capture(env)

@@ -979,8 +979,11 @@ def dream_reference_generate(
         for j in masked:
             p = probs[j]
             top = torch.topk(p, 2).values
-            confidence = {"probability": float(top[0]), "margin": float(top[0] - top[1]),
-                          "entropy": float((p * torch.log(p + 1e-10)).sum())}[alg]  # fmt: skip
+            confidence = {
+                "probability": float(top[0]),
+                "margin": float(top[0] - top[1]),
+                "entropy": float((p * torch.log(p + 1e-10)).sum()),
+            }[alg]
             chosen[j] = (confidence, int(torch.argmax(p)))
         assert mask_id not in {t for _, t in chosen.values()}, "the fixture's model predicted the mask token"
         count = dream_transfer_count(len(masked), step, steps, timesteps)

@@ -73,8 +73,15 @@ SDAR_CHAT_TEMPLATE = (
 )
 
 
-def sdar_config(*, hidden_size: int, num_layers: int, num_heads: int, num_kv_heads: int, head_dim: int,
-                intermediate_size: int) -> dict:  # fmt: skip
+def sdar_config(
+    *,
+    hidden_size: int,
+    num_layers: int,
+    num_heads: int,
+    num_kv_heads: int,
+    head_dim: int,
+    intermediate_size: int,
+) -> dict:
     """The key set of JetLM/SDAR-1.7B-Chat config.json, real values except the sizes (real: hidden 2048,
     28 layers, 16 heads, 8 KV heads, head_dim 128, intermediate 6144)."""
     return {
@@ -144,8 +151,14 @@ def write_sdar_checkpoint(
     an untied ``lm_head.weight``."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
-    cfg = sdar_config(hidden_size=hidden_size, num_layers=num_layers, num_heads=num_heads, head_dim=head_dim,
-                      num_kv_heads=num_kv_heads, intermediate_size=intermediate_size)  # fmt: skip
+    cfg = sdar_config(
+        hidden_size=hidden_size,
+        num_layers=num_layers,
+        num_heads=num_heads,
+        head_dim=head_dim,
+        num_kv_heads=num_kv_heads,
+        intermediate_size=intermediate_size,
+    )
     gen = torch.Generator().manual_seed(seed)
     d, q, kv, vocab = hidden_size, num_heads * head_dim, num_kv_heads * head_dim, cfg["vocab_size"]
     t: dict[str, torch.Tensor] = {"model.embed_tokens.weight": _normal(gen, (vocab, d), 1.0)}
@@ -168,26 +181,38 @@ def write_sdar_checkpoint(
     _save_tensors(path, {k: v.to(torch.bfloat16) for k, v in t.items()}, sharded)
     _write_json(path / "config.json", cfg)
     _build_tokenizer(SDAR_SPECIAL_TOKENS).save(str(path / "tokenizer.json"))
-    _write_json(path / "tokenizer_config.json", {
-        "add_bos_token": False,
-        "add_prefix_space": False,
-        "added_tokens_decoder": _added_tokens_decoder(SDAR_SPECIAL_TOKENS),
-        "bos_token": None,
-        "chat_template": SDAR_CHAT_TEMPLATE,
-        "clean_up_tokenization_spaces": False,
-        "eos_token": "<|endoftext|>",
-        "errors": "replace",
-        "mask_token": "<|MASK|>",
-        "model_max_length": 131072,
-        "pad_token": "<|endoftext|>",
-        "split_special_tokens": False,
-        "tokenizer_class": "Qwen2Tokenizer",
-        "unk_token": None,
-    })  # fmt: skip
-    _write_json(path / "generation_config.json", {
-        "bos_token_id": 151643, "do_sample": True, "eos_token_id": [151645, 151643], "pad_token_id": 151643,
-        "temperature": 0.6, "top_k": 20, "top_p": 0.95, "transformers_version": "4.52.4",
-    })  # fmt: skip
+    _write_json(
+        path / "tokenizer_config.json",
+        {
+            "add_bos_token": False,
+            "add_prefix_space": False,
+            "added_tokens_decoder": _added_tokens_decoder(SDAR_SPECIAL_TOKENS),
+            "bos_token": None,
+            "chat_template": SDAR_CHAT_TEMPLATE,
+            "clean_up_tokenization_spaces": False,
+            "eos_token": "<|endoftext|>",
+            "errors": "replace",
+            "mask_token": "<|MASK|>",
+            "model_max_length": 131072,
+            "pad_token": "<|endoftext|>",
+            "split_special_tokens": False,
+            "tokenizer_class": "Qwen2Tokenizer",
+            "unk_token": None,
+        },
+    )
+    _write_json(
+        path / "generation_config.json",
+        {
+            "bos_token_id": 151643,
+            "do_sample": True,
+            "eos_token_id": [151645, 151643],
+            "pad_token_id": 151643,
+            "temperature": 0.6,
+            "top_k": 20,
+            "top_p": 0.95,
+            "transformers_version": "4.52.4",
+        },
+    )
     return cfg
 
 
@@ -207,8 +232,9 @@ FAST_DLLM_V2_CHAT_TEMPLATE = (
 )
 
 
-def fast_dllm_v2_config(*, hidden_size: int, num_layers: int, num_heads: int, num_kv_heads: int,
-                        intermediate_size: int) -> dict:  # fmt: skip
+def fast_dllm_v2_config(
+    *, hidden_size: int, num_layers: int, num_heads: int, num_kv_heads: int, intermediate_size: int
+) -> dict:
     """The key set of Efficient-Large-Model/Fast_dLLM_v2_1.5B config.json, real values except the sizes
     (real: hidden 1536, 28 layers, 12 heads, 2 KV heads, intermediate 8960)."""
     return {
@@ -266,8 +292,13 @@ def write_fast_dllm_v2_checkpoint(
     rest (the mask's too) tiny, so the greedy token is always one the tokenizer can write."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
-    cfg = fast_dllm_v2_config(hidden_size=hidden_size, num_layers=num_layers, num_heads=num_heads,
-                              num_kv_heads=num_kv_heads, intermediate_size=intermediate_size)  # fmt: skip
+    cfg = fast_dllm_v2_config(
+        hidden_size=hidden_size,
+        num_layers=num_layers,
+        num_heads=num_heads,
+        num_kv_heads=num_kv_heads,
+        intermediate_size=intermediate_size,
+    )
     cfg["bd_size"] = bd_size
     gen = torch.Generator().manual_seed(seed)
     d, kv, vocab = hidden_size, num_kv_heads * hidden_size // num_heads, cfg["vocab_size"]
@@ -289,21 +320,24 @@ def write_fast_dllm_v2_checkpoint(
     _write_json(path / "config.json", cfg)
     _build_tokenizer(FAST_DLLM_V2_SPECIAL_TOKENS).save(str(path / "tokenizer.json"))
     (path / "chat_template.jinja").write_text(FAST_DLLM_V2_CHAT_TEMPLATE)
-    _write_json(path / "tokenizer_config.json", {
-        "add_bos_token": False,
-        "add_prefix_space": False,
-        "added_tokens_decoder": _added_tokens_decoder(FAST_DLLM_V2_SPECIAL_TOKENS),
-        "additional_special_tokens": ["|<MASK>|"],
-        "bos_token": None,
-        "clean_up_tokenization_spaces": False,
-        "eos_token": "<|im_end|>",
-        "errors": "replace",
-        "model_max_length": 131072,
-        "pad_token": "<|endoftext|>",
-        "split_special_tokens": False,
-        "tokenizer_class": "Qwen2Tokenizer",
-        "unk_token": None,
-    })  # fmt: skip
+    _write_json(
+        path / "tokenizer_config.json",
+        {
+            "add_bos_token": False,
+            "add_prefix_space": False,
+            "added_tokens_decoder": _added_tokens_decoder(FAST_DLLM_V2_SPECIAL_TOKENS),
+            "additional_special_tokens": ["|<MASK>|"],
+            "bos_token": None,
+            "clean_up_tokenization_spaces": False,
+            "eos_token": "<|im_end|>",
+            "errors": "replace",
+            "model_max_length": 131072,
+            "pad_token": "<|endoftext|>",
+            "split_special_tokens": False,
+            "tokenizer_class": "Qwen2Tokenizer",
+            "unk_token": None,
+        },
+    )
     return cfg
 
 
@@ -339,9 +373,20 @@ LLADA2_CHAT_TEMPLATE = (
 )
 
 
-def llada2_config(*, hidden_size: int, num_layers: int, num_heads: int, num_kv_heads: int, head_dim: int,
-                  intermediate_size: int, moe_intermediate_size: int, num_experts: int, n_group: int,
-                  topk_group: int, num_experts_per_tok: int) -> dict:  # fmt: skip
+def llada2_config(
+    *,
+    hidden_size: int,
+    num_layers: int,
+    num_heads: int,
+    num_kv_heads: int,
+    head_dim: int,
+    intermediate_size: int,
+    moe_intermediate_size: int,
+    num_experts: int,
+    n_group: int,
+    topk_group: int,
+    num_experts_per_tok: int,
+) -> dict:
     """The key set of LLaDA2.0-mini's config.json (as dFactory ships it, `model_type` as on the hub), real
     values except the sizes (real: hidden 2048, 20 layers, 16 heads, 4 KV heads, head_dim 128,
     intermediate 5120, experts 256 of 512 in 8 groups, 4 groups and 8 experts a token)."""
@@ -399,12 +444,24 @@ def llada2_config(*, hidden_size: int, num_layers: int, num_heads: int, num_kv_h
     }
 
 
-def write_llada2_checkpoint(path, *, seed: int = 0, hidden_size: int = 32, num_layers: int = 3,
-                            num_heads: int = 4, num_kv_heads: int = 2, head_dim: int = 8,
-                            intermediate_size: int = 64, moe_intermediate_size: int = 16,
-                            num_experts: int = 8, n_group: int = 4, topk_group: int = 2,
-                            num_experts_per_tok: int = 2, sharded: bool = False,
-                            std: float = 0.5) -> dict:  # fmt: skip
+def write_llada2_checkpoint(
+    path,
+    *,
+    seed: int = 0,
+    hidden_size: int = 32,
+    num_layers: int = 3,
+    num_heads: int = 4,
+    num_kv_heads: int = 2,
+    head_dim: int = 8,
+    intermediate_size: int = 64,
+    moe_intermediate_size: int = 16,
+    num_experts: int = 8,
+    n_group: int = 4,
+    topk_group: int = 2,
+    num_experts_per_tok: int = 2,
+    sharded: bool = False,
+    std: float = 0.5,
+) -> dict:
     """A tiny random LLaDA2.0-mini-layout checkpoint (bfloat16; the expert biases float32, unequal, so they
     change which experts are chosen); returns its config dict. Layer 0 is dense, the others mixtures of
     experts with one shared expert. Tensors: ``model.word_embeddings.weight``; per layer
@@ -415,10 +472,19 @@ def write_llada2_checkpoint(path, *, seed: int = 0, hidden_size: int = 32, num_l
     ``mlp.shared_experts.{gate,up,down}_proj.weight``; ``model.norm.weight``, ``lm_head.weight``."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
-    cfg = llada2_config(hidden_size=hidden_size, num_layers=num_layers, num_heads=num_heads,
-                        num_kv_heads=num_kv_heads, head_dim=head_dim, intermediate_size=intermediate_size,
-                        moe_intermediate_size=moe_intermediate_size, num_experts=num_experts, n_group=n_group,
-                        topk_group=topk_group, num_experts_per_tok=num_experts_per_tok)  # fmt: skip
+    cfg = llada2_config(
+        hidden_size=hidden_size,
+        num_layers=num_layers,
+        num_heads=num_heads,
+        num_kv_heads=num_kv_heads,
+        head_dim=head_dim,
+        intermediate_size=intermediate_size,
+        moe_intermediate_size=moe_intermediate_size,
+        num_experts=num_experts,
+        n_group=n_group,
+        topk_group=topk_group,
+        num_experts_per_tok=num_experts_per_tok,
+    )
     gen = torch.Generator().manual_seed(seed)
     d, vocab, qkv = hidden_size, cfg["vocab_size"], (num_heads + 2 * num_kv_heads) * head_dim
 
@@ -452,27 +518,34 @@ def write_llada2_checkpoint(path, *, seed: int = 0, hidden_size: int = 32, num_l
     _save_tensors(path, t, sharded)
     _write_json(path / "config.json", cfg)
     _build_tokenizer(LLADA2_SPECIAL_TOKENS).save(str(path / "tokenizer.json"))
-    _write_json(path / "tokenizer_config.json", {
-        "add_bos_token": False,
-        "add_eos_token": False,
-        "added_tokens_decoder": _added_tokens_decoder(LLADA2_SPECIAL_TOKENS),
-        "bos_token": "<|startoftext|>",
-        "chat_template": LLADA2_CHAT_TEMPLATE,
-        "clean_up_tokenization_spaces": False,
-        "eos_token": "<|endoftext|>",
-        "mask_token": "<|mask|>",
-        "model_max_length": 16384,
-        "pad_token": "<|endoftext|>",
-        "tokenizer_class": "PreTrainedTokenizerFast",
-    })  # fmt: skip
+    _write_json(
+        path / "tokenizer_config.json",
+        {
+            "add_bos_token": False,
+            "add_eos_token": False,
+            "added_tokens_decoder": _added_tokens_decoder(LLADA2_SPECIAL_TOKENS),
+            "bos_token": "<|startoftext|>",
+            "chat_template": LLADA2_CHAT_TEMPLATE,
+            "clean_up_tokenization_spaces": False,
+            "eos_token": "<|endoftext|>",
+            "mask_token": "<|mask|>",
+            "model_max_length": 16384,
+            "pad_token": "<|endoftext|>",
+            "tokenizer_class": "PreTrainedTokenizerFast",
+        },
+    )
     return cfg
 
 
 def _llada2_attention(xn, sd, prefix: str, cfg: dict, block: int) -> torch.Tensor:
     """The fused projection split Q | K | V, q/k normed per head, the first `rotary_dim` dims of each head
     rotated (rotate half within them), softmax scaled by the whole head_dim; block-causal."""
-    heads, kv_heads, hd, eps = (cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"],
-                                cfg["rms_norm_eps"])  # fmt: skip
+    heads, kv_heads, hd, eps = (
+        cfg["num_attention_heads"],
+        cfg["num_key_value_heads"],
+        cfg["head_dim"],
+        cfg["rms_norm_eps"],
+    )
     rd, n = int(hd * cfg["partial_rotary_factor"]), xn.shape[0]
     fused = xn @ sd[prefix + "query_key_value.weight"].T
     q, k, v = fused.split([heads * hd, kv_heads * hd, kv_heads * hd], dim=-1)

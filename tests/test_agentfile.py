@@ -61,8 +61,9 @@ def warehouse(folder: Path, text: str = WAREHOUSE) -> Path:
 
 
 def ttfat(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ttfat", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=timeout)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "ttfat", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def records(run: Path) -> list[dict]:
@@ -117,17 +118,27 @@ def test_the_bundled_agent_is_an_agent_file_of_the_store_policy():
         (('sqlite = "warehouse.sqlite"', 'sqlite = "missing.sqlite"'), "tools.check_stock.sqlite"),
         (("FROM items", "FROM shelves"), "tools.check_stock.sqlite"),  # SQL that fails
         (("= :product", "= :sku"), "tools.check_stock.sqlite"),  # binds what the schema lacks
-        (('sqlite = "warehouse.sqlite"\nquery = "SELECT name, shelf, count FROM items WHERE name = :product '
-          'COLLATE NOCASE"', 'python = "no_such_module:check"'), "tools.check_stock.python"),
+        (
+            (
+                'sqlite = "warehouse.sqlite"\n'
+                'query = "SELECT name, shelf, count FROM items WHERE name = :product COLLATE NOCASE"',
+                'python = "no_such_module:check"',
+            ),
+            "tools.check_stock.python",
+        ),
         (("timeout_s = 2.0", "timeout_s = -1"), "tools.check_stock.timeout_s"),
-        (('caller_words = "llm.support.spoken:caller_words"', 'caller_words = "llm.support.spoken:nope"'),
-         "caller_words"),
-        (('caller_words = "llm.support.spoken:caller_words"', 'numbers_whole = "llm.support.spoken:ONES"'),
-         "numbers_whole"),  # not callable
+        (
+            ('caller_words = "llm.support.spoken:caller_words"', 'caller_words = "llm.support.spoken:nope"'),
+            "caller_words",
+        ),
+        (
+            ('caller_words = "llm.support.spoken:caller_words"', 'numbers_whole = "llm.support.spoken:ONES"'),
+            "numbers_whole",
+        ),  # not callable
         (("fillers = [", 'on_bad_arguments = { shelf = "Which?" }\nfillers = ['), "on_bad_arguments"),
-        (("fillers = [", 'on_bad_arguments = { check_stock = 3 }\nfillers = ['), "on_bad_arguments"),
+        (("fillers = [", "on_bad_arguments = { check_stock = 3 }\nfillers = ["), "on_bad_arguments"),
     ],
-)  # fmt: skip
+)
 def test_a_bad_agent_file_is_one_line_naming_the_file_and_key(tmp_path, change, key):
     path = warehouse(tmp_path, WAREHOUSE.replace(*change))
     with pytest.raises(AgentFileError) as e:
@@ -199,11 +210,15 @@ def test_failing_backends_reach_the_model_as_tool_errors_with_their_time(tmp_pat
 
 
 def test_a_fixture_backend_answers_by_arguments(tmp_path):
-    (tmp_path / "rooms.json").write_text(json.dumps([
-        {"arguments": {"room": "Blue"}, "result": {"free": True}},
-        {"arguments": {"room": "red"}, "result": {"free": False}},
-        {"result": {"free": None, "note": "no such room"}},
-    ]))  # fmt: skip
+    (tmp_path / "rooms.json").write_text(
+        json.dumps(
+            [
+                {"arguments": {"room": "Blue"}, "result": {"free": True}},
+                {"arguments": {"room": "red"}, "result": {"free": False}},
+                {"result": {"free": None, "note": "no such room"}},
+            ]
+        )
+    )
     (tmp_path / "rooms.toml").write_text(
         'system_prompt = "You book rooms."\n[tools.room]\ndescription = "A room\'s state."\n'
         'parameters = { type = "object", properties = { room = { type = "string" } } }\n'
@@ -220,8 +235,13 @@ def test_a_fixture_backend_answers_by_arguments(tmp_path):
 
 
 def chunk(delta: dict, finish: str | None = None) -> str:
-    body = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "other",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}  # fmt: skip
+    body = {
+        "id": "x",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "other",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
     return f"data: {json.dumps(body)}\n\n"
 
 
@@ -229,18 +249,22 @@ MOP = {"name": "check_stock", "arguments": '{"product": "mop"}'}
 ORDER = {"name": "lookup_order", "arguments": '{"order_id": "1"}'}
 STYLES = {
     # vLLM-style reasoning field, and a tool call whole in one delta with no index
-    "whole": [chunk({"role": "assistant", "reasoning": "The caller wants stock."}),
-              chunk({"content": "Let me check."}),
-              chunk({"tool_calls": [{"id": "a", "type": "function", "function": MOP}]}),
-              chunk({"tool_calls": [{"id": "b", "type": "function", "function": ORDER}]}),
-              chunk({}, "tool_calls")],
+    "whole": [
+        chunk({"role": "assistant", "reasoning": "The caller wants stock."}),
+        chunk({"content": "Let me check."}),
+        chunk({"tool_calls": [{"id": "a", "type": "function", "function": MOP}]}),
+        chunk({"tool_calls": [{"id": "b", "type": "function", "function": ORDER}]}),
+        chunk({}, "tool_calls"),
+    ],
     # pieces of one call with no index and the id only on the first
-    "pieces": [chunk({"reasoning_content": "Stock."}),
-               chunk({"tool_calls": [{"id": "a", "type": "function", "function": {"name": "check_stock"}}]}),
-               chunk({"tool_calls": [{"function": {"arguments": '{"product": '}}]}),
-               chunk({"tool_calls": [{"function": {"arguments": '"mop"}'}}]}),
-               chunk({}, "tool_calls")],
-}  # fmt: skip
+    "pieces": [
+        chunk({"reasoning_content": "Stock."}),
+        chunk({"tool_calls": [{"id": "a", "type": "function", "function": {"name": "check_stock"}}]}),
+        chunk({"tool_calls": [{"function": {"arguments": '{"product": '}}]}),
+        chunk({"tool_calls": [{"function": {"arguments": '"mop"}'}}]}),
+        chunk({}, "tool_calls"),
+    ],
+}
 
 
 @pytest.fixture(scope="module")
@@ -263,11 +287,18 @@ def other_endpoint():
         if style == "notools" and body.get("tools"):
             return JSONResponse({"error": {"message": "tools are not supported by this model"}}, 400)
         if not body.get("stream"):
-            return {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"},
-                                 "finish_reason": "stop"}]}  # fmt: skip
-        return StreamingResponse(iter([*STYLES.get(style, STYLES["whole"]), "data: [DONE]\n\n"]),
-                                 media_type="text/event-stream")  # fmt: skip
+            return {
+                "id": "x",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}
+                ],
+            }
+        return StreamingResponse(
+            iter([*STYLES.get(style, STYLES["whole"]), "data: [DONE]\n\n"]), media_type="text/event-stream"
+        )
 
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
@@ -318,8 +349,19 @@ def test_an_endpoint_that_rejects_tools_stops_the_run_at_the_start(other_endpoin
 def test_ab_against_two_local_servers_alternates_calls_and_prints_the_comparison(tmp_path):
     other = ROOT / "recordings" / "call07.ogg"
     out = tmp_path / "ab"
-    done = ttfat("replay", str(CALL), str(other), "--mode", "fast", "--llm-model", "bundled",
-                 "--llm-model", "bundled-ar", "--out", str(out))  # fmt: skip
+    done = ttfat(
+        "replay",
+        str(CALL),
+        str(other),
+        "--mode",
+        "fast",
+        "--llm-model",
+        "bundled",
+        "--llm-model",
+        "bundled-ar",
+        "--out",
+        str(out),
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "B/A" in done.stdout and f"A = {out / 'bundled'}" in done.stdout
     first_event = {}
@@ -328,15 +370,21 @@ def test_ab_against_two_local_servers_alternates_calls_and_prints_the_comparison
         assert all(t["status"] == "ok" for t in records(out / arm))
         env = json.loads((out / arm / "summary.json").read_text())["environment"]
         assert env["llm"]["model"] == arm and env["ab"]["order per call"] == [
-            ["bundled", "bundled-ar"], ["bundled-ar", "bundled"]]  # fmt: skip
+            ["bundled", "bundled-ar"],
+            ["bundled-ar", "bundled"],
+        ]
         for line in (out / arm / "events.jsonl").read_text().splitlines():
             event = json.loads(line)  # every arm's calls on the one monotonic clock of the process
             if event["event"] == "call_start":
                 first_event[arm, event["call"]] = event["t_ns"]
     # what actually ran first: call02 on bundled, then on bundled-ar; call07 on bundled-ar first
     order = sorted(first_event, key=lambda k: first_event[k])
-    assert order == [("bundled", "call02"), ("bundled-ar", "call02"), ("bundled-ar", "call07"),
-                     ("bundled", "call07")], order  # fmt: skip
+    assert order == [
+        ("bundled", "call02"),
+        ("bundled-ar", "call02"),
+        ("bundled-ar", "call07"),
+        ("bundled", "call07"),
+    ], order
 
 
 def test_manifest_skeleton_then_replay_scores_against_it(tmp_path):
@@ -362,8 +410,10 @@ def test_manifest_skeleton_then_replay_scores_against_it(tmp_path):
     again = ttfat("manifest", str(calls))
     assert again.returncode == 2 and "--force" in again.stderr  # never overwritten by surprise
     # filled in as a user would (tool name + the argument that matters, a fact as a pattern), replayed
-    found[0].update(expected_tools=[{"name": "check_stock", "arguments": {"product": "robot vacuum"}}],
-                    facts=[{"regex": r"fifty[ -]nine"}])  # fmt: skip
+    found[0].update(
+        expected_tools=[{"name": "check_stock", "arguments": {"product": "robot vacuum"}}],
+        facts=[{"regex": r"fifty[ -]nine"}],
+    )
     found[1]["expected_tools"] = [{"name": "check_stock", "arguments": {"product": "Printer Paper"}}]
     lines[1]["turns"] = found
     (calls / "manifest.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
@@ -378,14 +428,19 @@ def test_manifest_skeleton_then_replay_scores_against_it(tmp_path):
 def test_the_example_agent_file_in_the_docs_works():
     spec = load_agent_file(ROOT / "llm" / "agentfile" / "example" / "rooms.toml")
     assert (spec.name, spec.model, spec.greeting, spec.decoding) == (
-        "rooms", "my-model", "Rooms desk, how can I help?", {"threshold": 0.9})  # fmt: skip
+        "rooms",
+        "my-model",
+        "Rooms desk, how can I help?",
+        {"threshold": 0.9},
+    )
     tools = FileTools(spec.tools)
     run = lambda name, args: asyncio.run(tools.run(ToolCall(name, json.dumps(args)), []))  # noqa: E731
     assert run("room_status", {"room": "blue"}) == {"free": True, "floor": 2}
     assert run("book_room", {"room": "red", "minutes": 30}) == {"booked": True, "room": "Red", "minutes": 30}
     assert run("book_room", {"room": "red"}) == {"error": "missing argument 'minutes'"}  # before its code
     assert run("book_room", {"room": "red", "minutes": "half an hour"}) == {
-        "error": "minutes must be of type integer"}  # fmt: skip
+        "error": "minutes must be of type integer"
+    }
     assert spec.on_bad_arguments["room_status"] == "Sorry, which room was it?"
 
 

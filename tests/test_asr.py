@@ -49,8 +49,18 @@ def test_models_are_local_only():
 def test_how_many_digits_a_number_may_spell():
     """What decides whether a fitted window's words are heard again: numbers back to back make one, and a
     word counts at its most, so a long number is never taken for a short one."""
-    cases = {"Two.": 1, "5 5": 2, "10 of clubs.": 2, "Eight of spades, four of clubs.": 1, "order 511": 3,
-             "777-0": 4, "One, two, three.": 3, "fifty eleven": 4, "one hundred": 3, "Hi.": 0}  # fmt: skip
+    cases = {
+        "Two.": 1,
+        "5 5": 2,
+        "10 of clubs.": 2,
+        "Eight of spades, four of clubs.": 1,
+        "order 511": 3,
+        "777-0": 4,
+        "One, two, three.": 3,
+        "fifty eleven": 4,
+        "one hundred": 3,
+        "Hi.": 0,
+    }
     assert {text: number_digits(text) for text in cases} == cases
 
 
@@ -76,7 +86,7 @@ def test_a_number_the_agent_reads_whole_keeps_the_fitted_windows_words():
             "7770",
             ["fit 10 s", "30 s"],
             Transcriber(window="auto", numbers_whole=holds_order_id, nbest=0),
-        ),  # fmt: skip
+        ),
     )
     for name, turn, order, passes, transcriber in cases:
         call = calls[name]
@@ -92,9 +102,10 @@ def test_a_number_the_agent_reads_whole_keeps_the_fitted_windows_words():
     # and "15. 16.", which spell whole four-digit numbers: neither would be taken (the first says its words
     # twice, the second is far less likely than the best reading)
     fifteen = load_audio(SPEECH / "telephony" / "digits__15.flac").samples
-    for transcriber, passes in ((auto, ["fit 10 s"]),
-                                (Transcriber(window="auto", numbers_whole=holds_order_id, long_digits=1),
-                                 ["fit 10 s", "30 s"])):  # fmt: skip
+    for transcriber, passes in (
+        (auto, ["fit 10 s"]),
+        (Transcriber(window="auto", numbers_whole=holds_order_id, long_digits=1), ["fit 10 s", "30 s"]),
+    ):
         result = transcriber.transcribe(fifteen)
         assert result.passes == passes and "".join(c for c in result.text if c.isdigit()) == "15", result
     assert auto.whole_reading(fifteen, auto.first_pass(fifteen)) is None

@@ -17,8 +17,15 @@ def feed_all(pieces: list[tuple[str, int, int]]) -> list:
 
 
 def test_clauses_end_at_sentence_marks_and_long_enough_commas():
-    clauses = feed_all([("Sure.", 1, 0), (" Your order", 2, 0), (" has shipped, and", 3, 0),
-                        (" it arrives", 4, 0), (" Sunday, December sixth.", 5, 0)])  # fmt: skip
+    clauses = feed_all(
+        [
+            ("Sure.", 1, 0),
+            (" Your order", 2, 0),
+            (" has shipped, and", 3, 0),
+            (" it arrives", 4, 0),
+            (" Sunday, December sixth.", 5, 0),
+        ]
+    )
     assert [c.text for c in clauses] == [
         "Sure.",
         "Your order has shipped,",

@@ -272,17 +272,23 @@ def test_heldout_disjoint(train, heldout):
         tr, he = set(templates_for(group, "train")), set(templates_for(group, "heldout"))
         assert tr and he and not tr & he, group
         assert len(he) < len(tr)
-    held_templates = [" ".join(t.replace("'", "").split()) for g in all_template_groups()
-                      for t in templates_for(g, "heldout")]  # fmt: skip
+    held_templates = [
+        " ".join(t.replace("'", "").split())
+        for g in all_template_groups()
+        for t in templates_for(g, "heldout")
+    ]
 
     def unseen_by_heldout(template: str) -> bool:
         """A train phrasing that is no held-out template and, if long, neither holds nor sits in one."""
         t = " ".join(template.replace("'", "").split())
         return all(
-            t != h and (min(len(t.split()), len(h.split())) < 3 or (f" {h} " not in f" {t} " and
-                                                                    f" {t} " not in f" {h} "))
+            t != h
+            and (
+                min(len(t.split()), len(h.split())) < 3
+                or (f" {h} " not in f" {t} " and f" {t} " not in f" {h} ")
+            )
             for h in held_templates
-        )  # fmt: skip
+        )
 
     composed = 0
     for e in train:

@@ -116,8 +116,11 @@ def test_dream_timestep_schedule_is_dreams_float32_one():
     def counts(masked: int, steps: int, engine_side: bool) -> list[int]:
         out, times = [], ref.dream_timesteps(steps)
         for step in range(steps):
-            n = (sampler_count(masked, step, steps) if engine_side
-                 else ref.dream_transfer_count(masked, step, steps, times))  # fmt: skip
+            n = (
+                sampler_count(masked, step, steps)
+                if engine_side
+                else ref.dream_transfer_count(masked, step, steps, times)
+            )
             out.append(n)
             masked -= n
         return out

@@ -42,9 +42,16 @@ def test_stock_questions_are_read_by_state_and_greetings_on_their_own():
 
 def test_group_lines_give_each_rate_its_interval():
     r = Scores(
-        "diffusion", 0.9, 0.9, 0.9, 6.0, 70.0, 10, 10,
+        "diffusion",
+        0.9,
+        0.9,
+        0.9,
+        6.0,
+        70.0,
+        10,
+        10,
         {"stock: in stock": (19, 20), "stock: not carried": (10, 10), "greeting": (0, 4)},
-    )  # fmt: skip
+    )
     assert group_lines(r) == [
         "diffusion, greeting: 0.0% [0.0, 49.0] of 4",
         "diffusion, stock: all: 96.7% [83.3, 99.4] of 30",

@@ -52,8 +52,11 @@ def names_used(path: Path) -> list[tuple[int, str]]:
 def test_every_event_name_in_the_sources_is_in_a_closed_set():
     used = [(path, line, name) for path in SOURCES for line, name in names_used(path)]
     assert len({name for _, _, name in used}) > 30  # the scan does see the names
-    unknown = [f"{p.relative_to(ROOT)}:{line}: {name!r}" for p, line, name in used
-               if name not in EVENTS | AGENT_EVENTS]  # fmt: skip
+    unknown = [
+        f"{p.relative_to(ROOT)}:{line}: {name!r}"
+        for p, line, name in used
+        if name not in EVENTS | AGENT_EVENTS
+    ]
     assert not unknown, "\n".join(unknown)
 
 

@@ -62,11 +62,16 @@ def test_sdar_decoding_equals_the_reference_token_for_token(sdar, sdar_dir, thre
     gen = 12
     for name, prompt in _prompts(sdar).items():
         expected = ref.low_confidence_generate(
-            lambda ids: ref.block_logits(sdar_dir, ids), prompt, gen_length=gen, steps=steps,
-            threshold=threshold, stop_ids=(),
-        )  # fmt: skip
-        params = GenerationParams(gen_length=gen, threshold=threshold, steps=gen // 4 * steps, cache=cache,
-                                  ignore_eos=True)  # fmt: skip
+            lambda ids: ref.block_logits(sdar_dir, ids),
+            prompt,
+            gen_length=gen,
+            steps=steps,
+            threshold=threshold,
+            stop_ids=(),
+        )
+        params = GenerationParams(
+            gen_length=gen, threshold=threshold, steps=gen // 4 * steps, cache=cache, ignore_eos=True
+        )
         (out,) = sdar.generate([prompt], params)
         assert out.token_ids == expected, (name, threshold, steps, cache)
 
@@ -137,8 +142,12 @@ def fast_dirs(tmp_path_factory):
 def test_fast_dllm_v2_loads_tied_with_its_template_file_and_matches_the_float64_forward(fast_dirs):
     engine = Engine(fast_dirs[32], device="cpu", dtype=torch.float64)
     cfg = engine.config
-    assert (cfg.family, cfg.mask_token_id, cfg.block_size, cfg.eos_token_ids) == ("fast_dllm_v2", 151665, 32,
-                                                                                   [151645])  # fmt: skip
+    assert (cfg.family, cfg.mask_token_id, cfg.block_size, cfg.eos_token_ids) == (
+        "fast_dllm_v2",
+        151665,
+        32,
+        [151645],
+    )
     assert cfg.shift_logits and cfg.aligned_blocks and cfg.greedy_block_start and cfg.tie_embeddings
     prompt = engine.tokenizer.encode_chat([{"role": "user", "content": "where is my order"}])
     text = engine.tokenizer.decode(prompt, skip_special_tokens=False)
@@ -165,16 +174,25 @@ def test_fast_dllm_v2_decoding_equals_the_reference_token_for_token(fast_dirs, b
     engine = Engine(fast_dirs[bd], device="cpu", dtype=torch.float64)
     chat = engine.tokenizer.encode_chat([{"role": "user", "content": "hello can you check my order"}])
     assert len(chat) % bd, "the chat prompt must end inside a block"
-    prompts = {"shorter than a block": chat[:5], "a whole number of blocks": chat[: len(chat) // bd * bd],
-               "across a boundary": chat}  # fmt: skip
+    prompts = {
+        "shorter than a block": chat[:5],
+        "a whole number of blocks": chat[: len(chat) // bd * bd],
+        "across a boundary": chat,
+    }
     gen = bd + 3 if bd == 32 else 2 * bd + 3  # two or three blocks: a greedy start in each after the first
     for name, prompt in prompts.items():
         expected = ref.fast_dllm_v2_reference_generate(
-            lambda ids: ref.block_logits(fast_dirs[bd], ids, tail=bd + 1), prompt, gen_length=gen,
-            block_length=bd, sub_block_length=sub, threshold=threshold, stop_ids=(),
-        )  # fmt: skip
-        params = GenerationParams(gen_length=gen, sub_block_length=sub, threshold=threshold, cache=cache,
-                                  ignore_eos=True)  # fmt: skip
+            lambda ids: ref.block_logits(fast_dirs[bd], ids, tail=bd + 1),
+            prompt,
+            gen_length=gen,
+            block_length=bd,
+            sub_block_length=sub,
+            threshold=threshold,
+            stop_ids=(),
+        )
+        params = GenerationParams(
+            gen_length=gen, sub_block_length=sub, threshold=threshold, cache=cache, ignore_eos=True
+        )
         (out,) = engine.generate([prompt], params)
         assert out.token_ids == expected, (name, bd, sub, threshold, cache)
 
@@ -225,8 +243,10 @@ def test_llada2_loads_its_fused_experts_and_matches_the_float64_forward(llada2, 
     )
     prompt = llada2.tokenizer.encode_chat([{"role": "user", "content": "where is my order"}])
     text = llada2.tokenizer.decode(prompt, skip_special_tokens=False)
-    assert text == ("<role>SYSTEM</role>detailed thinking off<|role_end|><role>HUMAN</role>where is my order"
-                    "<|role_end|><role>ASSISTANT</role>")  # fmt: skip
+    assert text == (
+        "<role>SYSTEM</role>detailed thinking off<|role_end|><role>HUMAN</role>where is my order"
+        "<|role_end|><role>ASSISTANT</role>"
+    )
     ids = prompt + [cfg.mask_token_id] * 20
     ours = llada2.model.full_logits(torch.tensor([ids]), (torch.arange(len(ids)) // 32)[None])[0].double()
     plain = ref.llada2_logits(llada2_dir, ids)
@@ -266,11 +286,18 @@ def test_llada2_decoding_equals_the_reference_token_for_token(llada2, llada2_dir
     gen = 34
     for name, prompt in prompts.items():
         expected = ref.low_confidence_generate(
-            lambda ids: ref.llada2_logits(llada2_dir, ids, tail=32), prompt, gen_length=gen, block_length=32,
-            steps=steps, threshold=threshold, mask_id=156895, stop_ids=(),
-        )  # fmt: skip
-        params = GenerationParams(gen_length=gen, threshold=threshold, steps=-(-gen // 32) * steps,
-                                  cache=cache, ignore_eos=True)  # fmt: skip
+            lambda ids: ref.llada2_logits(llada2_dir, ids, tail=32),
+            prompt,
+            gen_length=gen,
+            block_length=32,
+            steps=steps,
+            threshold=threshold,
+            mask_id=156895,
+            stop_ids=(),
+        )
+        params = GenerationParams(
+            gen_length=gen, threshold=threshold, steps=-(-gen // 32) * steps, cache=cache, ignore_eos=True
+        )
         (out,) = llada2.generate([prompt], params)
         assert out.token_ids == expected, (name, threshold, steps, cache)
 
@@ -304,8 +331,12 @@ def test_generate_and_serve_take_each_family(family, sdar_dir, fast_dirs, llada2
     from ttfat.cli import main
 
     path = {"sdar": sdar_dir, "fast_dllm_v2": fast_dirs[8], "llada2": llada2_dir}[family]
-    assert main(["generate", "--model", str(path), "--prompt", "where is my order", "--gen-length", "9",
-                 "--json"]) == 0  # fmt: skip
+    assert (
+        main(
+            ["generate", "--model", str(path), "--prompt", "where is my order", "--gen-length", "9", "--json"]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     engine = Engine(path, device="cpu")
     prompt = engine.tokenizer.encode_chat([{"role": "user", "content": "where is my order"}])
@@ -327,20 +358,46 @@ def test_replay_and_eval_llm_take_a_family_directory(tmp_path, sdar_dir):
 
     from tests.test_preflight import CALL
 
-    run = lambda *argv: subprocess.run([sys.executable, "-m", "ttfat", *argv], cwd=tmp_path,  # noqa: E731
-                                       capture_output=True, text=True, timeout=600)  # fmt: skip
+    def run(*argv):
+        return subprocess.run(
+            [sys.executable, "-m", "ttfat", *argv], cwd=tmp_path, capture_output=True, text=True, timeout=600
+        )
+
     import soundfile as sf
 
     from voice.pipeline.audio import load_audio
 
     sf.write(tmp_path / "turn.wav", load_audio(CALL).samples[: 6 * 16000], 16000)  # the call's first turn
-    done = run("replay", "turn.wav", "--mode", "fast", "--llm-model", str(sdar_dir), "--max-tokens", "12",
-               "--out", "r", "--no-audio")  # fmt: skip
+    done = run(
+        "replay",
+        "turn.wav",
+        "--mode",
+        "fast",
+        "--llm-model",
+        str(sdar_dir),
+        "--max-tokens",
+        "12",
+        "--out",
+        "r",
+        "--no-audio",
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     turns = [json.loads(line) for line in (tmp_path / "r" / "turns.jsonl").read_text().splitlines()]
     assert turns and all(t["status"] in ("ok", "failed") for t in turns)
-    done = run("eval-llm", "--model", str(sdar_dir), "--ar-model", "none", "-n", "2", "--default-only",
-               "--out-of-scope", "8", "--out", "e")  # fmt: skip
+    done = run(
+        "eval-llm",
+        "--model",
+        str(sdar_dir),
+        "--ar-model",
+        "none",
+        "-n",
+        "2",
+        "--default-only",
+        "--out-of-scope",
+        "8",
+        "--out",
+        "e",
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert (tmp_path / "e" / "eval.json").is_file()
 
@@ -352,9 +409,24 @@ def test_the_prepared_gpu_script_runs_on_the_cpu(tmp_path, sdar_dir):
     from pathlib import Path
 
     script = Path(__file__).resolve().parents[1] / "bench" / "gpu.py"
-    done = subprocess.run([sys.executable, str(script), str(sdar_dir), "--device", "cpu", "--requests", "8",
-                           "--gen-length", "8", "--out", str(tmp_path / "gpu.json")],
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(script),
+            str(sdar_dir),
+            "--device",
+            "cpu",
+            "--requests",
+            "8",
+            "--gen-length",
+            "8",
+            "--out",
+            str(tmp_path / "gpu.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads((tmp_path / "gpu.json").read_text())
     (model,) = report["models"]

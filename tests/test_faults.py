@@ -50,8 +50,9 @@ def server_of(proc: subprocess.Popen, deadline_s: float = 120) -> int:
     """The pid of the LLM server a replay started, once it is running."""
     deadline = time.monotonic() + deadline_s
     while True:
-        found = subprocess.run(["pgrep", "-P", str(proc.pid), "-f", "llm.serving.server"],
-                               capture_output=True, text=True).stdout.split()  # fmt: skip
+        found = subprocess.run(
+            ["pgrep", "-P", str(proc.pid), "-f", "llm.serving.server"], capture_output=True, text=True
+        ).stdout.split()
         if found:
             return int(found[0])
         assert time.monotonic() < deadline and proc.poll() is None, "the replay started no server"
@@ -104,8 +105,14 @@ def test_sigterm_lets_requests_under_way_finish(tmp_path):
             assert time.monotonic() < deadline and server.poll() is None
             time.sleep(0.1)
     messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "hi"}]
-    body = {"model": "bundled", "stream": True, "max_tokens": 256, "steps": 256, "ignore_eos": True,
-            "messages": messages}  # fmt: skip
+    body = {
+        "model": "bundled",
+        "stream": True,
+        "max_tokens": 256,
+        "steps": 256,
+        "ignore_eos": True,
+        "messages": messages,
+    }
     lines, started = [], threading.Event()
 
     def stream() -> None:

@@ -51,8 +51,16 @@ MESSAGE = st.fixed_dictionaries(
     {"role": ROLE},
     optional={"content": JSON | st.text(max_size=40), "tool_calls": JSON, "tool_call_id": JSON, "name": JSON},
 )
-FIELDS = ["stream", "stop", "n", "tools", "logprobs", "response_format", "max_completion_tokens",
-          *(knob.field for knob in REQUEST_KNOBS)]  # fmt: skip
+FIELDS = [
+    "stream",
+    "stop",
+    "n",
+    "tools",
+    "logprobs",
+    "response_format",
+    "max_completion_tokens",
+    *(knob.field for knob in REQUEST_KNOBS),
+]
 BODY = st.fixed_dictionaries(
     {"messages": st.lists(MESSAGE, max_size=4) | JSON},
     optional={name: JSON for name in FIELDS} | {"model": st.text(max_size=10)},
@@ -121,8 +129,16 @@ def wav_bytes(rate: int, channels: int, bits: int, payload: bytes, declared: int
     block = channels * bits // 8
     data = declared if declared is not None else len(payload)
     fmt = struct.pack("<HHIIHH", 1, channels, rate, (rate * block) % 2**32, block, bits)
-    return (b"RIFF" + struct.pack("<I", 36 + len(payload)) + b"WAVEfmt " + struct.pack("<I", 16) + fmt
-            + b"data" + struct.pack("<I", data % 2**32) + payload)  # fmt: skip
+    return (
+        b"RIFF"
+        + struct.pack("<I", 36 + len(payload))
+        + b"WAVEfmt "
+        + struct.pack("<I", 16)
+        + fmt
+        + b"data"
+        + struct.pack("<I", data % 2**32)
+        + payload
+    )
 
 
 @settings(max_examples=200)
@@ -169,8 +185,16 @@ def test_any_samples_written_as_float_are_read_or_refused(tmp_path_factory, samp
 
 
 @settings(max_examples=100)
-@given(frames=st.lists(st.lists(st.floats(-4, 4, width=32) | st.sampled_from([np.nan, np.inf, -np.inf]),
-                                min_size=480, max_size=480), max_size=60))  # fmt: skip
+@given(
+    frames=st.lists(
+        st.lists(
+            st.floats(-4, 4, width=32) | st.sampled_from([np.nan, np.inf, -np.inf]),
+            min_size=480,
+            max_size=480,
+        ),
+        max_size=60,
+    )
+)
 def test_the_turn_detector_takes_any_frames(frames):
     detector = TurnDetector(16000, VadConfig())
     with np.errstate(all="ignore"):

@@ -22,9 +22,21 @@ from ttfat.decoding import GROUP, decoding_knobs
 
 DECODING_COMMANDS = {"generate", "ask", "replay", "talk", "serve-agent", "bench-llm"}
 # a value of each knob a request may set that the bundled block-8 model takes as it is
-VALID = {"gen_length": 16, "block_length": 8, "sub_block_length": 4, "steps": 16, "threshold": 0.5,
-         "factor": 1.5, "schedule": "timesteps", "confidence": "margin", "cache": "block", "temperature": 0.5,
-         "seed": 7, "early_stop": False, "ignore_eos": True}  # fmt: skip
+VALID = {
+    "gen_length": 16,
+    "block_length": 8,
+    "sub_block_length": 4,
+    "steps": 16,
+    "threshold": 0.5,
+    "factor": 1.5,
+    "schedule": "timesteps",
+    "confidence": "margin",
+    "cache": "block",
+    "temperature": 0.5,
+    "seed": 7,
+    "early_stop": False,
+    "ignore_eos": True,
+}
 
 
 def commands() -> dict[str, argparse.ArgumentParser]:
@@ -45,22 +57,35 @@ def test_every_decoding_command_takes_the_same_flags_with_the_same_help():
         groups = {g.title: g._group_actions for g in parser._action_groups}
         got = [(a.option_strings, a.help, a.choices) for a in groups.get(GROUP, [])]
         assert got == (table if name in DECODING_COMMANDS else []), name
-        elsewhere = {f for title, actions in groups.items() if title != GROUP for a in actions
-                     for f in a.option_strings} & knob_flags  # fmt: skip
+        elsewhere = {
+            f
+            for title, actions in groups.items()
+            if title != GROUP
+            for a in actions
+            for f in a.option_strings
+        } & knob_flags
         assert not elsewhere, (name, elsewhere)
     replay = commands()["replay"]
     threshold = next(a for a in replay._actions if "--threshold" in a.option_strings)
     assert threshold.help.startswith("commit every position more confident than this")
     assert next(a for a in replay._actions if "--cache" in a.option_strings).choices == (
-        "none", "prefix", "dual", "block")  # fmt: skip
+        "none",
+        "prefix",
+        "dual",
+        "block",
+    )
 
 
 def test_flags_become_knobs_and_request_fields():
     flags = ["--max-tokens", "50", "--threshold", "0.9", "--cache", "block", "--no-early-stop"]
     args = build_parser().parse_args(["replay", "x.wav", *flags])
     assert decoding_knobs(args) == {"gen_length": 50, "threshold": 0.9, "cache": "block", "early_stop": False}
-    assert request_fields(decoding_knobs(args)) == {"max_tokens": 50, "threshold": 0.9, "cache": "block",
-                                                    "early_stop": False}  # fmt: skip
+    assert request_fields(decoding_knobs(args)) == {
+        "max_tokens": 50,
+        "threshold": 0.9,
+        "cache": "block",
+        "early_stop": False,
+    }
     args = build_parser().parse_args(["generate", "--prompt", "hi", "--gen-length", "16", "--ignore-eos"])
     assert GenerationParams(**decoding_knobs(args)) == GenerationParams(gen_length=16, ignore_eos=True)
     for bad in (["--threshold", "2"], ["--steps", "1.5"], ["--cache", "disk"], ["--factor", "0"]):
@@ -107,7 +132,11 @@ def test_the_agent_file_takes_the_request_knobs_by_name(tmp_path):
         return load_agent_file(path)
 
     assert agent(VALID).decoding == VALID
-    for bad, key in [({"max_tokens": 50}, "max_tokens"), ({"opening_floor": 0.5}, "opening_floor"),
-                     ({"threshold": "high"}, "threshold"), ({"cache": "disk"}, "cache")]:  # fmt: skip
+    for bad, key in [
+        ({"max_tokens": 50}, "max_tokens"),
+        ({"opening_floor": 0.5}, "opening_floor"),
+        ({"threshold": "high"}, "threshold"),
+        ({"cache": "disk"}, "cache"),
+    ]:
         with pytest.raises(AgentFileError, match=f"^{path}: decoding.{key}: "):
             agent(bad)

@@ -86,8 +86,15 @@ def test_the_engine_imports_nothing_from_serving_agent_or_support():
 
 
 def test_the_voice_process_never_imports_torch():
-    talk_to_the_llm = ["llm.agent", "llm.chat", "llm.serving.client", "llm.serving.process",
-                       "llm.serving.models", BUNDLED_MODELS, *TOOLS_DOOR]  # fmt: skip
+    talk_to_the_llm = [
+        "llm.agent",
+        "llm.chat",
+        "llm.serving.client",
+        "llm.serving.process",
+        "llm.serving.models",
+        BUNDLED_MODELS,
+        *TOOLS_DOOR,
+    ]
     names = modules("ttfat") + modules("voice") + modules("asr") + modules("tts") + talk_to_the_llm
     loaded = loaded_after_importing(names)
     assert "voice.pipeline.call" in loaded and "llm.support.tools" in loaded and "ttfat.stack" in loaded
@@ -98,8 +105,15 @@ def test_the_voice_process_never_imports_torch():
 def test_the_agents_tools_stand_on_the_store_alone():
     loaded = loaded_after_importing(sorted(TOOLS_DOOR))
     support = {m for m in loaded if m.startswith("llm.support")}
-    assert support == {"llm.support", "llm.support.tools", "llm.support.store", "llm.support.search",
-                       "llm.support.policy", "llm.support.spoken", "llm.support.datafiles"}  # fmt: skip
+    assert support == {
+        "llm.support",
+        "llm.support.tools",
+        "llm.support.store",
+        "llm.support.search",
+        "llm.support.policy",
+        "llm.support.spoken",
+        "llm.support.datafiles",
+    }
 
 
 def test_the_model_registry_knows_no_names_of_its_own():
@@ -277,6 +291,10 @@ def test_nothing_but_the_turn_log_writes_a_turn_record():
     """Stages emit events and write a turn's record through its TurnLog (voice/timing/timeline.py), its one
     writer: nothing else assigns a record's fields or replaces a record."""
     assert record_writes(ROOT / "voice" / "timing" / "timeline.py")  # the scan finds writes where they are
-    writes = [w for path in sorted((ROOT / "voice").rglob("*.py")) if path.name != "timeline.py"
-              for w in record_writes(path)]  # fmt: skip
+    writes = [
+        w
+        for path in sorted((ROOT / "voice").rglob("*.py"))
+        if path.name != "timeline.py"
+        for w in record_writes(path)
+    ]
     assert not writes, "\n".join(writes)

@@ -284,9 +284,15 @@ def test_replay_over_mqtt_is_collected_into_the_same_run(tmp_path, models, serve
     async def both() -> dict:
         subscribed = asyncio.Event()
         collector = asyncio.create_task(
-            collect(HOST, broker.port, tmp_path / "collected", run="r1", idle_timeout=60,
-                    on_subscribed=subscribed.set)
-        )  # fmt: skip
+            collect(
+                HOST,
+                broker.port,
+                tmp_path / "collected",
+                run="r1",
+                idle_timeout=60,
+                on_subscribed=subscribed.set,
+            )
+        )
         await asyncio.wait_for(subscribed.wait(), 10)
         publisher = MqttPublisher(HOST, broker.port, "r1")
         summary = await run(
@@ -368,9 +374,16 @@ def test_the_replay_command_in_a_fresh_interpreter(tmp_path, models):
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["rc"] == 0 and result["torch"] is False
     # the agent's tools and what they stand on, and the bundled models' names; no generator, no training
-    allowed = {"llm.support", "llm.support.tools", "llm.support.store", "llm.support.search",
-               "llm.support.policy", "llm.support.spoken", "llm.support.datafiles",
-               "llm.support.models"}  # fmt: skip
+    allowed = {
+        "llm.support",
+        "llm.support.tools",
+        "llm.support.store",
+        "llm.support.search",
+        "llm.support.policy",
+        "llm.support.spoken",
+        "llm.support.datafiles",
+        "llm.support.models",
+    }
     assert set(result["support"]) <= allowed, set(result["support"]) - allowed
     (turn,) = read_run(tmp_path / "run")[0]
     assert turn["status"] == "ok" and "eight in the morning" in turn["answer"]
@@ -535,8 +548,9 @@ def test_a_barge_in_between_the_two_asr_passes_ends_the_turn(tmp_path, models, s
     slow = (SlowSecondPass(models[0], 3.0), models[1])
     calls = find_calls([str(path)])
     out = tmp_path / "run"
-    summary = asyncio.run(asyncio.wait_for(
-        run(calls, stages(slow, server), Settings("realtime"), out, 1, {}), timeout=120))  # fmt: skip
+    summary = asyncio.run(
+        asyncio.wait_for(run(calls, stages(slow, server), Settings("realtime"), out, 1, {}), timeout=120)
+    )
     turns = [json.loads(line) for line in (out / "turns.jsonl").read_text().splitlines()]
     events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
     barge = [e for e in events if e["event"] == "barge_in"]

@@ -23,8 +23,9 @@ SLOW = ("starting the LLM server", "warm-up", "call/s")  # what a run prints onc
 
 def ttfat(tmp: Path, *argv: str) -> tuple[subprocess.CompletedProcess, float]:
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "ttfat", *argv], cwd=tmp, capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "ttfat", *argv], cwd=tmp, capture_output=True, text=True, timeout=120
+    )
     return done, time.monotonic() - started
 
 

@@ -71,8 +71,9 @@ def test_mulaw_is_g711_as_libsndfile_codes_it():
     sf.write(theirs, every, 8000, format="RAW", subtype="ULAW")
     assert ulaw_encode(every) == theirs.getvalue()
     codes = bytes(range(256))
-    decoded, _ = sf.read(io.BytesIO(codes), samplerate=8000, channels=1, format="RAW", subtype="ULAW",
-                         dtype="int16")  # fmt: skip
+    decoded, _ = sf.read(
+        io.BytesIO(codes), samplerate=8000, channels=1, format="RAW", subtype="ULAW", dtype="int16"
+    )
     assert np.array_equal(np.round(ulaw_decode(codes) * 32768).astype(np.int16), decoded)
 
 
@@ -136,18 +137,23 @@ def test_a_call_the_agent_hangs_up_fails_its_remaining_turns_and_the_other_call_
     hung = [c for c, turns in by_call.items() if turns[0]["status"] == "error"]
     assert len(hung) == 1
     other = "b" if hung == ["a"] else "a"
-    assert all(r["status"] == "error" and "closed the call (code 1011: scripted hang-up" in r["error"]
-               for r in by_call[hung[0]])  # fmt: skip
+    assert all(
+        r["status"] == "error" and "closed the call (code 1011: scripted hang-up" in r["error"]
+        for r in by_call[hung[0]]
+    )
     assert all(r["status"] == "no_answer" and r["error"] == "the agent said nothing" for r in by_call[other])
     summary = read_run(tmp_path / "run")[1]
     assert summary["metrics"]["first_useful_audio_ms"]["p50"] == float("inf")  # never answered counts
     assert summary["metrics"]["ttfat_ms"]["n"] == 0 and "ttfat_ms" in summary["unseen"]
 
 
-@pytest.mark.parametrize(("behaviour", "reason"), [
-    ("garbage", "the agent sent a message that is not JSON"),
-    ("oversized", "the agent sent a message over 1048576 bytes"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("behaviour", "reason"),
+    [
+        ("garbage", "the agent sent a message that is not JSON"),
+        ("oversized", "the agent sent a message over 1048576 bytes"),
+    ],
+)
 def test_a_message_breaking_the_protocol_fails_its_call_with_why(tmp_path, listener, behaviour, reason):
     folder = clip(tmp_path / "calls", "call01", 4.0)
     with Peer(behaviour, after_s=1.0) as peer:
@@ -162,11 +168,19 @@ def test_a_url_that_refuses_or_fails_the_handshake_is_one_line_and_exit_2(tmp_pa
         s.bind(("127.0.0.1", 0))
         closed = f"ws://127.0.0.1:{s.getsockname()[1]}/"
     with Peer("refuses") as peer:
-        cases = [(closed, "cannot connect"), (peer.url, "the WebSocket handshake failed"),
-                 ("http://127.0.0.1:1/", "must start with ws:// or wss://")]  # fmt: skip
+        cases = [
+            (closed, "cannot connect"),
+            (peer.url, "the WebSocket handshake failed"),
+            ("http://127.0.0.1:1/", "must start with ws:// or wss://"),
+        ]
         for url, said in cases:
-            done = subprocess.run([*TTFAT, "probe", url, str(folder), "--out", str(tmp_path / "run")],
-                                  cwd=ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
+            done = subprocess.run(
+                [*TTFAT, "probe", url, str(folder), "--out", str(tmp_path / "run")],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
             assert done.returncode == 2, done.stderr
             assert done.stderr.count("\n") == 1 and said in done.stderr
     assert not (tmp_path / "run").exists()  # nothing started
@@ -190,8 +204,13 @@ def probe_cli(url: str, folder: Path, out: Path) -> subprocess.CompletedProcess:
     from llm.agentfile import BUNDLED_AGENT, load_agent_file
 
     fillers = [arg for f in load_agent_file(BUNDLED_AGENT).fillers for arg in ("--filler", f)]
-    done = subprocess.run([*TTFAT, "probe", url, str(folder), "--out", str(out), "--linger", "1", *fillers],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)  # fmt: skip
+    done = subprocess.run(
+        [*TTFAT, "probe", url, str(folder), "--out", str(out), "--linger", "1", *fillers],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     return done
 
@@ -229,12 +248,22 @@ def test_our_agent_heard_from_outside_agrees_with_its_own_records(tmp_path, ours
     rows_shown = [line[1:].split("  ")[0] for line in done.stdout.splitlines()]
     assert "first useful audio heard" in rows_shown and "TTFAT" not in rows_shown  # not seen: no row
     assert "WER not seen" in done.stdout
-    compared = subprocess.run([*TTFAT, "compare", str(agent_dir), str(probe_dir)], cwd=ROOT,
-                              capture_output=True, text=True, timeout=60)  # fmt: skip
+    compared = subprocess.run(
+        [*TTFAT, "compare", str(agent_dir), str(probe_dir)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert compared.returncode == 0 and "B measured from outside" in compared.stdout
     # the probe's page, in a real browser: what only the agent sees is said to be unseen, not zero
-    reported = subprocess.run([*TTFAT, "report", str(probe_dir), "--html", str(tmp_path / "probe.html")],
-                              cwd=ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
+    reported = subprocess.run(
+        [*TTFAT, "report", str(probe_dir), "--html", str(tmp_path / "probe.html")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert reported.returncode == 0, reported.stderr
     result = chromium(tmp_path, (tmp_path / "probe.html").as_uri(), "--dump-dom")
     assert "Uncaught" not in result.stderr and ":CONSOLE" not in result.stderr, result.stderr[-2000:]
@@ -272,8 +301,13 @@ def test_a_pipecat_agent_heard_from_outside_beside_ours(tmp_path, two_calls, our
         useful = next(c for c in r["clauses"] if not c["filler"])
         assert useful["heard_ms"] == r["first_useful_audio_ms"]
         assert all(c["heard_ms"] < useful["heard_ms"] for c in r["clauses"][: r["clauses"].index(useful)])
-    compared = subprocess.run([*TTFAT, "compare", str(tmp_path / "pipecat"), str(ours[1])], cwd=ROOT,
-                              capture_output=True, text=True, timeout=60)  # fmt: skip
+    compared = subprocess.run(
+        [*TTFAT, "compare", str(tmp_path / "pipecat"), str(ours[1])],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert compared.returncode == 0 and "A and B measured from outside" in compared.stdout
 
 

@@ -22,9 +22,20 @@ from voice.reports.summary import (
 
 def turn(i: int, ttfat: float | None, status: str = "ok", **extra) -> dict:
     audio = None if ttfat is None else ttfat + 300
-    return {"call": "c", "turn": i, "status": status, "error": None if status == "ok" else "boom",
-            "transcript": "", "answer": "", "tool_calls": [], "endpoint_ms": 300.0, "asr_ms": 600.0,
-            "ttfat_ms": ttfat, "first_useful_audio_ms": audio, **extra}  # fmt: skip
+    return {
+        "call": "c",
+        "turn": i,
+        "status": status,
+        "error": None if status == "ok" else "boom",
+        "transcript": "",
+        "answer": "",
+        "tool_calls": [],
+        "endpoint_ms": 300.0,
+        "asr_ms": 600.0,
+        "ttfat_ms": ttfat,
+        "first_useful_audio_ms": audio,
+        **extra,
+    }
 
 
 def test_nearest_rank_percentiles():
@@ -51,14 +62,24 @@ def test_quality_against_the_manifest():
     ref = lambda text, tool, facts: {"text": text, "expected_tool": tool, "facts": facts}  # noqa: E731
     lookup = {"name": "lookup_order", "arguments": {"order_id": "4217"}}
     turns = [
-        turn(0, 1.0, transcript="Where is my order 4217?", answer="It shipped, arriving Friday, May first.",
-             tool_calls=[{"name": "lookup_order", "arguments": '{"order_id": "4217"}', "ms": 0.2}],
-             reference=ref("where is my order four two one seven", lookup, ["shipped", "Friday, May first"])),
+        turn(
+            0,
+            1.0,
+            transcript="Where is my order 4217?",
+            answer="It shipped, arriving Friday, May first.",
+            tool_calls=[{"name": "lookup_order", "arguments": '{"order_id": "4217"}', "ms": 0.2}],
+            reference=ref("where is my order four two one seven", lookup, ["shipped", "Friday, May first"]),
+        ),
         turn(1, 1.0, transcript="thanks by", answer="Goodbye!", reference=ref("thanks bye", None, [])),
-        turn(2, 1.0, transcript="order 4271", answer="It was delivered.",
-             tool_calls=[{"name": "lookup_order", "arguments": '{"order_id": "4271"}', "ms": 0.2}],
-             reference=ref("order four two one seven", lookup, ["shipped"])),
-    ]  # fmt: skip
+        turn(
+            2,
+            1.0,
+            transcript="order 4271",
+            answer="It was delivered.",
+            tool_calls=[{"name": "lookup_order", "arguments": '{"order_id": "4271"}', "ms": 0.2}],
+            reference=ref("order four two one seven", lookup, ["shipped"]),
+        ),
+    ]
     q = quality(turns)
     assert q["turns_with_reference"] == 3 and q["tool_call_accuracy"] == round(2 / 3, 4)
     assert q["fact_accuracy"] == 0.5 and q["turns_with_facts"] == 2
@@ -74,8 +95,9 @@ def test_manifests_fit_any_agent_argument_subsets_several_calls_and_regex_facts(
     assert not tool_correct({"tool_calls": [booked]}, [{**want, "arguments": {"hour": 15}}])
     assert not tool_correct({"tool_calls": [booked]}, [{**want, "name": "cancel_room"}])
     assert not tool_correct({"tool_calls": [booked, booked]}, [want])  # one call too many
-    assert tool_correct({"tool_calls": [booked, {"name": "confirm", "arguments": "{}"}]},
-                        [want, {"name": "confirm"}])  # fmt: skip
+    assert tool_correct(
+        {"tool_calls": [booked, {"name": "confirm", "arguments": "{}"}]}, [want, {"name": "confirm"}]
+    )
     assert not tool_correct({"tool_calls": [{"name": "book_room", "arguments": "{broken"}]}, [want])
     assert expected_tools({"expected_tools": [want]}) == [want]
     assert expected_tools({"expected_tool": want}) == [want] and expected_tools({"expected_tool": None}) == []

@@ -58,6 +58,11 @@ def test_a_killed_replay_resumed_has_every_record_once(tmp_path, whole, seed):
 
 
 def test_resume_needs_the_run_directory(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "ttfat", "replay", CALLS[0], "--resume"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "ttfat", "replay", CALLS[0], "--resume"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2 and "--resume needs --out" in done.stderr

@@ -41,8 +41,14 @@ def user(text: str) -> list[dict]:
 
 
 # a request that runs for 256 one-token steps whatever the model says
-LONG = {"model": "bundled", "messages": user("hello"), "max_tokens": 256, "stream": True, "steps": 256,
-        "ignore_eos": True}  # fmt: skip
+LONG = {
+    "model": "bundled",
+    "messages": user("hello"),
+    "max_tokens": 256,
+    "stream": True,
+    "steps": 256,
+    "ignore_eos": True,
+}
 
 
 def test_streaming_and_plain_give_the_same_answer(server):
@@ -52,8 +58,9 @@ def test_streaming_and_plain_give_the_same_answer(server):
         model="bundled", messages=user("what are your opening hours"), max_tokens=64
     )
     pieces, final = [], None
-    for chunk in c.chat.completions.create(model="bundled", messages=user("what are your opening hours"),
-                                           max_tokens=64, stream=True):  # fmt: skip
+    for chunk in c.chat.completions.create(
+        model="bundled", messages=user("what are your opening hours"), max_tokens=64, stream=True
+    ):
         if chunk.choices and chunk.choices[0].delta.content:
             pieces.append(chunk.choices[0].delta.content)
         if chunk.choices and chunk.choices[0].finish_reason:
@@ -84,8 +91,10 @@ def test_tool_call_round_trip(server):
     call = choice.message.tool_calls[0]
     assert call.function.name == "lookup_order" and json.loads(call.function.arguments) == {"order_id": oid}
     result = store.execute(call.function.name, call.function.arguments)
-    messages += [choice.message.model_dump(exclude_none=True),
-                 {"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)}]  # fmt: skip
+    messages += [
+        choice.message.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)},
+    ]
     second = c.chat.completions.create(model="bundled", messages=messages, tools=TOOLS, max_tokens=64)
     answer = second.choices[0].message.content
     assert second.choices[0].finish_reason == "stop"
@@ -96,10 +105,21 @@ def test_concurrent_requests_equal_sequential_ones(server):
     from openai import AsyncOpenAI
 
     _, url = server
-    questions = ["do you have yoga mats", "what does shipping cost", "hello", "i want to talk to a person",
-                 "whats the status of order 1234", "how do returns work"]  # fmt: skip
-    sequential = [client(url).chat.completions.create(model="bundled", messages=user(q), max_tokens=64)
-                  .choices[0].message for q in questions]  # fmt: skip
+    questions = [
+        "do you have yoga mats",
+        "what does shipping cost",
+        "hello",
+        "i want to talk to a person",
+        "whats the status of order 1234",
+        "how do returns work",
+    ]
+    sequential = [
+        client(url)
+        .chat.completions.create(model="bundled", messages=user(q), max_tokens=64)
+        .choices[0]
+        .message
+        for q in questions
+    ]
 
     async def together():
         c = AsyncOpenAI(base_url=url, api_key="secret", max_retries=0)
@@ -119,8 +139,9 @@ def test_concurrent_requests_equal_sequential_ones(server):
         "ttfat_tokens_per_forward_count",
     ):
         assert f"\n{name}" in metrics, name
-    batched = sum(float(line.split()[-1]) for line in metrics.splitlines()
-                  if line.startswith("ttfat_batch_size_sum"))  # fmt: skip
+    batched = sum(
+        float(line.split()[-1]) for line in metrics.splitlines() if line.startswith("ttfat_batch_size_sum")
+    )
     assert batched > 0
 
 
@@ -154,8 +175,14 @@ def test_bad_requests_and_limits(server):
 
     ok = {"model": "bundled", "messages": user("hi")}
     assert post(ok, key="wrong").status_code == 401
-    bad = [{"messages": []}, ok | {"max_tokens": 10_000}, ok | {"threshold": 2.0}, ok | {"cache": "dual"},
-           ok | {"steps": "many"}, {"messages": [{"role": "wizard"}]}]  # fmt: skip
+    bad = [
+        {"messages": []},
+        ok | {"max_tokens": 10_000},
+        ok | {"threshold": 2.0},
+        ok | {"cache": "dual"},
+        ok | {"steps": "many"},
+        {"messages": [{"role": "wizard"}]},
+    ]
     for body, raw in [(None, b"{not json")] + [(b, None) for b in bad]:
         response = post(body, raw=raw)
         assert response.status_code == 400, (body, response.text)
@@ -167,11 +194,22 @@ def test_bad_requests_and_limits(server):
     # the decoding a request gets when it sets none: the bundled model's threshold rule, whole blocks,
     # and its floor on the tool-call filler's first token
     assert health["family"] == "ttfat" and health["layout"]["blocks_from"] == "the answer's start"
-    assert health["decoding"] == {"gen_length": 64, "steps": 64, "block_length": 8, "sub_block_length": 8,
-                                  "threshold": 0.9, "factor": None, "schedule": "even",
-                                  "confidence": "probability", "cache": "block", "temperature": 0.0,
-                                  "seed": None, "early_stop": True, "ignore_eos": False,
-                                  "opening_floor": {"475": 0.8}}  # fmt: skip
+    assert health["decoding"] == {
+        "gen_length": 64,
+        "steps": 64,
+        "block_length": 8,
+        "sub_block_length": 8,
+        "threshold": 0.9,
+        "factor": None,
+        "schedule": "even",
+        "confidence": "probability",
+        "cache": "block",
+        "temperature": 0.0,
+        "seed": None,
+        "early_stop": True,
+        "ignore_eos": False,
+        "opening_floor": {"475": 0.8},
+    }
 
 
 def test_concurrency_limit_answers_429():
@@ -204,8 +242,10 @@ def post(url: str, body=None, raw: bytes | None = None, headers: dict | None = N
         ({"messages": [{"role": "user", "content": "hi", "tool_calls": []}]}, "only an assistant"),
         ({"tools": [{"type": "function"}]}, "tools[0]"),
         ({"tools": [7]}, "tools[0]"),
-        ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
-         "only text parts"),
+        (
+            {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
+            "only text parts",
+        ),
         ({"messages": [{"role": "user", "content": {"text": "hi"}}]}, "content parts"),
         ({"n": 2}, "n is not supported"),
         ({"logprobs": True}, "logprobs is not supported"),
@@ -215,12 +255,16 @@ def post(url: str, body=None, raw: bytes | None = None, headers: dict | None = N
         ({"stop": ["a", "b", "c", "d", "e"]}, "at most 4"),
         ({"messages": [{"role": "tool", "content": "{}", "tool_call_id": 1}]}, "tool_call_id must be a"),
         ({"model": -1.5e173}, "model must be of type string"),  # found by schemathesis, as the next two
-        ({"tools": [{"type": "function", "function": {"name": "f", "description": 3}}]},
-         "tools[0].function.description must be of type string"),
-        ({"tools": [{"type": "function", "function": {"name": "f", "parameters": [1]}}]},
-         "tools[0].function.parameters must be of type object"),
+        (
+            {"tools": [{"type": "function", "function": {"name": "f", "description": 3}}]},
+            "tools[0].function.description must be of type string",
+        ),
+        (
+            {"tools": [{"type": "function", "function": {"name": "f", "parameters": [1]}}]},
+            "tools[0].function.parameters must be of type object",
+        ),
     ],
-)  # fmt: skip
+)
 def test_malformed_and_unsupported_fields_get_a_400_that_says_so(server, change, says):
     _, url = server
     response = post(url, {"model": "bundled", "messages": user("hi")} | change)
@@ -245,9 +289,16 @@ def test_deeply_nested_json_and_huge_bodies_are_refused_at_once(server):
 
 def test_text_content_parts_are_read_as_the_text(server):
     _, url = server
-    parts = [{"role": "system", "content": [{"type": "text", "text": SYSTEM_PROMPT}]},
-             {"role": "user", "content": [{"type": "text", "text": "what are your "},
-                                          {"type": "text", "text": "opening hours"}]}]  # fmt: skip
+    parts = [
+        {"role": "system", "content": [{"type": "text", "text": SYSTEM_PROMPT}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "what are your "},
+                {"type": "text", "text": "opening hours"},
+            ],
+        },
+    ]
     with_parts = post(url, {"model": "bundled", "messages": parts, "max_tokens": 64}).json()
     plain = post(url, {"model": "bundled", "messages": user("what are your opening hours"), "max_tokens": 64})
     assert with_parts["choices"][0]["message"] == plain.json()["choices"][0]["message"]
@@ -256,20 +307,34 @@ def test_text_content_parts_are_read_as_the_text(server):
 def test_stop_sequences_end_the_answer_before_them(server):
     _, url = server
     c = client(url)
-    full = c.chat.completions.create(model="bundled", messages=user("what are your opening hours"),
-                                     max_tokens=64).choices[0]  # fmt: skip
+    full = c.chat.completions.create(
+        model="bundled", messages=user("what are your opening hours"), max_tokens=64
+    ).choices[0]
     text = full.message.content
     word = "morning"
     assert word in text
-    cut = c.chat.completions.create(model="bundled", messages=user("what are your opening hours"),
-                                    max_tokens=64, stop=[" in the " + word, "zzz"]).choices[0]  # fmt: skip
+    cut = c.chat.completions.create(
+        model="bundled",
+        messages=user("what are your opening hours"),
+        max_tokens=64,
+        stop=[" in the " + word, "zzz"],
+    ).choices[0]
     assert cut.message.content == text[: text.index(" in the " + word)] and cut.finish_reason == "stop"
-    pieces = [ch.choices[0].delta.content or "" for ch in c.chat.completions.create(
-        model="bundled", messages=user("what are your opening hours"), max_tokens=64, stream=True,
-        stop=" in the " + word) if ch.choices]  # fmt: skip
+    pieces = [
+        ch.choices[0].delta.content or ""
+        for ch in c.chat.completions.create(
+            model="bundled",
+            messages=user("what are your opening hours"),
+            max_tokens=64,
+            stream=True,
+            stop=" in the " + word,
+        )
+        if ch.choices
+    ]
     assert "".join(pieces) == cut.message.content
-    unmet = c.chat.completions.create(model="bundled", messages=user("what are your opening hours"),
-                                      max_tokens=64, stop="qqq")  # fmt: skip
+    unmet = c.chat.completions.create(
+        model="bundled", messages=user("what are your opening hours"), max_tokens=64, stop="qqq"
+    )
     assert unmet.choices[0].message.content == text
 
 

@@ -17,8 +17,18 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_a_short_soak_loses_nothing_and_leaks_nothing(tmp_path):
     out = tmp_path / "soak.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "bench/soak.py", "--callers", "4", "--minutes", "1", "--warmup-s", "30",
-           "--json", str(out)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "bench/soak.py",
+        "--callers",
+        "4",
+        "--minutes",
+        "1",
+        "--warmup-s",
+        "30",
+        "--json",
+        str(out),
+    ]
     done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     result = json.loads(out.read_text())
     print(done.stdout)

@@ -154,7 +154,7 @@ def test_parse_order_id_none(text):
         ("When will order 3508 to arrive?", False),  # 3582 with its "two" heard as a word
         ("I want two yoga mats", False),
     ],
-)  # fmt: skip
+)
 def test_a_whole_order_number_is_four_digits_as_it_stands(text, whole):
     assert holds_order_id(text) is whole
 

@@ -117,8 +117,11 @@ def test_barge_in_stops_playback_and_records_its_latency(pulse, tmp_path):
 
 
 def test_devices_are_listed_and_a_wrong_one_is_explained(pulse):
-    run = lambda *a: subprocess.run([sys.executable, "-m", "ttfat", "talk", *a], env=pulse,  # noqa: E731
-                                    capture_output=True, text=True, timeout=60)  # fmt: skip
+    def run(*a):
+        return subprocess.run(
+            [sys.executable, "-m", "ttfat", "talk", *a], env=pulse, capture_output=True, text=True, timeout=60
+        )
+
     listed = run("--list-devices")
     assert listed.returncode == 0 and "pulse" in listed.stdout, pulse_log(pulse)
     wrong = run("--input-device", "no such microphone")
@@ -144,9 +147,11 @@ def test_missing_portaudio_is_explained(monkeypatch):
 def test_the_agent_files_greeting_opens_the_call(pulse, tmp_path):
     agent = tmp_path / "greets.toml"
     bundled = (ROOT / "llm" / "support" / "agent.toml").read_text()
-    agent.write_text(bundled.replace('name = "northwind"', 'name = "greets"\ngreeting = "Good morning, '
-                                     'this is the rooms desk."').replace('"data/tools.json"',
-                                     f'"{ROOT / "llm" / "support" / "data" / "tools.json"}"'))  # fmt: skip
+    agent.write_text(
+        bundled.replace(
+            'name = "northwind"', 'name = "greets"\ngreeting = "Good morning, this is the rooms desk."'
+        ).replace('"data/tools.json"', f'"{ROOT / "llm" / "support" / "data" / "tools.json"}"')
+    )
     out = tmp_path / "run"
     with session(pulse, out, "--agent", str(agent)) as (_, capture):
         deadline = time.monotonic() + 30

@@ -82,14 +82,28 @@ def test_call_clock_skips_only_forward_and_converts_monotonic_times():
     assert clock.from_monotonic(7) == 7 + 2_000 * MS
 
 
-def llm_call_event(tl: Timeline, round_: int, request_ms: int, first_content_ms: float, done_ms: float,
-                   tools: list[str], server: dict | None) -> None:  # fmt: skip
+def llm_call_event(
+    tl: Timeline,
+    round_: int,
+    request_ms: int,
+    first_content_ms: float,
+    done_ms: float,
+    tools: list[str],
+    server: dict | None,
+) -> None:
     """What the pipeline emits when an LLM call ends (voice/pipeline/answer.py), from the agent's record."""
     from llm.agent import LLMCall
 
     at = lambda ms: int(ms * MS)  # noqa: E731
-    call = LLMCall(round_, at(request_ms), at(request_ms + 5), at(request_ms + first_content_ms),
-                   at(request_ms + done_ms), tools, server)  # fmt: skip
+    call = LLMCall(
+        round_,
+        at(request_ms),
+        at(request_ms + 5),
+        at(request_ms + first_content_ms),
+        at(request_ms + done_ms),
+        tools,
+        server,
+    )
     tl.emit(0, "llm_call", t_ns=call.done_ns, request_ns=call.request_ns, **call.to_dict())
 
 
@@ -100,8 +114,12 @@ def test_the_llms_share_of_the_wait():
     server = {"queue_ms": 0.1, "prefill_ms": 3.0, "first_content_ms": 9.0, "done_ms": 30.0, "forwards": 4}
     llm_call_event(tl, 0, 601, 10, 40, ["lookup_order"], server)  # the filler and a tool call
     llm_call_event(tl, 1, 650, 20, 35, [], {**server, "first_content_ms": 18.5})  # the answer
-    for name, ms in [("first_token", 606), ("first_answer_token", 670), ("first_useful_token", 670),
-                     ("first_useful_audio_heard", 800)]:  # fmt: skip
+    for name, ms in [
+        ("first_token", 606),
+        ("first_answer_token", 670),
+        ("first_useful_token", 670),
+        ("first_useful_audio_heard", 800),
+    ]:
         tl.emit(0, name, t_ns=ms * MS)
     out = tl.turns[0].to_dict()
     assert out["llm_ttfat_ms"] == 20  # the answering request -> its first answer token
@@ -137,25 +155,53 @@ def test_tools_and_clauses_are_placed_on_the_turn_from_their_events():
     tl.emit(0, "t0", t_ns=1_000_000_000)
     tl.emit(0, "tool_start", t_ns=1_200_000_000, tool="lookup_order", arguments="{}")
     tl.emit(0, "tool_end", t_ns=1_203_000_000, tool="lookup_order", arguments="{}", result={})
-    tl.emit(0, "clause", t_ns=1_400_000_000, text="Your order ships.", filler=False,
-            synth_ns=1_300_000_000, heard_ns=1_500_000_000, end_ns=2_500_000_000)  # fmt: skip
+    tl.emit(
+        0,
+        "clause",
+        t_ns=1_400_000_000,
+        text="Your order ships.",
+        filler=False,
+        synth_ns=1_300_000_000,
+        heard_ns=1_500_000_000,
+        end_ns=2_500_000_000,
+    )
     record = tl.turns[0]
     record.tool_calls = [{"name": "lookup_order", "ms": 3.0}, {"name": "check_stock", "ms": 1.0}]
     out = record.to_dict()
     # the second call never started (no event): its start is unknown, not made up
     assert [c["start_ms"] for c in out["tool_calls"]] == [200.0, None]
-    assert out["clauses"] == [{"text": "Your order ships.", "filler": False, "synth_ms": 300.0,
-                               "ready_ms": 400.0, "heard_ms": 500.0, "end_ms": 1500.0}]  # fmt: skip
+    assert out["clauses"] == [
+        {
+            "text": "Your order ships.",
+            "filler": False,
+            "synth_ms": 300.0,
+            "ready_ms": 400.0,
+            "heard_ms": 500.0,
+            "end_ms": 1500.0,
+        }
+    ]
 
 
 def test_what_the_caller_waited_on_at_the_endpoint_is_the_first_work_still_to_end():
-    ready = {"endpoint_ms": 300.0, "asr_ms": 120.0, "ttfat_ms": 180.0, "first_useful_token_ms": 180.0,
-             "tts_first_audio_ms": 290.0, "first_useful_audio_ms": 310.0}  # fmt: skip
+    ready = {
+        "endpoint_ms": 300.0,
+        "asr_ms": 120.0,
+        "ttfat_ms": 180.0,
+        "first_useful_token_ms": 180.0,
+        "tts_first_audio_ms": 290.0,
+        "first_useful_audio_ms": 310.0,
+    }
     assert waiting_on(ready) == ("playback", 10.0)  # everything was ready: only the speaker to start
     slow_tts = {**ready, "tts_first_audio_ms": 420.0, "first_useful_audio_ms": 430.0}
     assert waiting_on(slow_tts) == ("TTS", 120.0)
-    second_pass = {**ready, "asr_ms": 900.0, "ttfat_ms": 950.0, "first_useful_token_ms": 950.0,
-                   "tts_first_audio_ms": 1100.0, "first_useful_audio_ms": 1110.0}  # fmt: skip
+    second_pass = {
+        **ready,
+        "asr_ms": 900.0,
+        "ttfat_ms": 950.0,
+        "first_useful_token_ms": 950.0,
+        "tts_first_audio_ms": 1100.0,
+        "first_useful_audio_ms": 1110.0,
+    }
     assert waiting_on(second_pass) == ("ASR", 600.0)
     confirming = {**second_pass, "asr_ms": 200.0, "words_final_ms": 1000.0}  # speech waited for the digits
     assert waiting_on(confirming) == ("ASR second pass", 700.0)

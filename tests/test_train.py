@@ -30,8 +30,18 @@ from llm.support.train import (
     turn_chains,
 )
 
-TINY = dict(hidden_size=64, num_layers=2, num_heads=4, intermediate_size=128, batch_size=8, examples=400,
-            tokenizer_examples=400, save_every=1000, warmup=5, lr=3e-3)  # fmt: skip
+TINY = dict(
+    hidden_size=64,
+    num_layers=2,
+    num_heads=4,
+    intermediate_size=128,
+    batch_size=8,
+    examples=400,
+    tokenizer_examples=400,
+    save_every=1000,
+    warmup=5,
+    lr=3e-3,
+)
 
 # The shipped recipe's shape at a size that trains in seconds.
 TINY_RECIPE = """
@@ -407,8 +417,13 @@ def test_the_compiled_loss_equals_the_eager_one(diffusion_dir):
 
     ckpt = load_checkpoint(diffusion_dir, device="cpu")
     model, tok = ckpt.model, ckpt.tokenizer
-    batches = Batches([render(tok, e.messages, e.target) for e in make_examples(40, seed=4)], ckpt.config, 8,
-                      min_t=0.2, complementary=True)  # fmt: skip
+    batches = Batches(
+        [render(tok, e.messages, e.target) for e in make_examples(40, seed=4)],
+        ckpt.config,
+        8,
+        min_t=0.2,
+        complementary=True,
+    )
     compiled = torch.compile(batch_loss, dynamic=True)
     widths = set()
     for first in (0, 10, 20):

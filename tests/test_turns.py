@@ -40,8 +40,10 @@ def test_t0_against_the_true_speech_end_of_every_recorded_turn():
             assert found.end < found.decided  # t0 comes before the endpoint that declared it
     errors = np.abs(errors)
     within = np.mean(errors <= 0.030)
-    print(f"t0 error over {len(errors)} turns: {100 * within:.0f}% within 30 ms, median "
-          f"{1e3 * np.median(errors):.0f} ms, max {1e3 * errors.max():.0f} ms")  # fmt: skip
+    print(
+        f"t0 error over {len(errors)} turns: {100 * within:.0f}% within 30 ms, median "
+        f"{1e3 * np.median(errors):.0f} ms, max {1e3 * errors.max():.0f} ms"
+    )
     assert within >= 0.8 and np.median(errors) <= 0.015 and errors.max() <= 0.2
 
 
@@ -152,7 +154,9 @@ def test_a_pause_on_the_energy_comes_sooner_than_webrtcvads_and_never_before_t0(
     assert len(energy) == len(vad) >= 45
     assert (vad < 0).sum() <= 1 and (energy < 0).sum() <= 1
     assert pauses[True] <= 1.25 * pauses[False]  # 136 against 117: few more attempts made and dropped
-    print(f"pause after t0, p50 / p90 ms: webrtcvad {np.median(vad):.0f} / {np.percentile(vad, 90):.0f}, "
-          f"with the energy {np.median(energy):.0f} / {np.percentile(energy, 90):.0f}")  # fmt: skip
+    print(
+        f"pause after t0, p50 / p90 ms: webrtcvad {np.median(vad):.0f} / {np.percentile(vad, 90):.0f}, "
+        f"with the energy {np.median(energy):.0f} / {np.percentile(energy, 90):.0f}"
+    )
     assert np.median(energy) <= np.median(vad) - 10
     assert np.percentile(energy, 90) <= np.percentile(vad, 90) - 20

@@ -15,11 +15,21 @@ def add_decoding_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group(GROUP)
     for knob in REQUEST_KNOBS:
         if knob.kind is bool:  # a switch away from its default
-            g.add_argument(*knob.flags, dest=knob.name, action="store_const", const=not knob.default,
-                           help=knob.describe())  # fmt: skip
+            g.add_argument(
+                *knob.flags,
+                dest=knob.name,
+                action="store_const",
+                const=not knob.default,
+                help=knob.describe(),
+            )
         else:
-            g.add_argument(*knob.flags, dest=knob.name, type=knob.parse, choices=knob.choices or None,
-                           help=knob.describe())  # fmt: skip
+            g.add_argument(
+                *knob.flags,
+                dest=knob.name,
+                type=knob.parse,
+                choices=knob.choices or None,
+                help=knob.describe(),
+            )
 
 
 def decoding_knobs(args: argparse.Namespace) -> dict:

@@ -41,28 +41,54 @@ def add_stack_args(p: argparse.ArgumentParser) -> None:
         "one per --llm-url, or one for all); without: the model our server runs, bundled (default), "
         "bundled-ar or a checkpoint directory (two or more: an A/B run, one server each)",
     )
-    g.add_argument("--api-key", default=os.environ.get("OPENAI_API_KEY"),
-                   help="the endpoint's API key (default: $OPENAI_API_KEY)")  # fmt: skip
+    g.add_argument(
+        "--api-key",
+        default=os.environ.get("OPENAI_API_KEY"),
+        help="the endpoint's API key (default: $OPENAI_API_KEY)",
+    )
     add_decoding_args(p)
     vad, s = VadConfig, Settings
     g = p.add_argument_group("turn detection, ASR, playback")
-    g.add_argument("--vad-aggressiveness", type=int, default=vad.aggressiveness,
-                   help="webrtcvad mode 0-3 (default %(default)s)")  # fmt: skip
+    g.add_argument(
+        "--vad-aggressiveness",
+        type=int,
+        default=vad.aggressiveness,
+        help="webrtcvad mode 0-3 (default %(default)s)",
+    )
     g.add_argument(
         "--vad-frame-ms", type=int, default=vad.frame_ms, help="10, 20 or 30 (default %(default)s)"
     )
-    g.add_argument("--vad-start-ms", type=int, default=vad.start_ms,
-                   help="voiced window that starts a turn (default %(default)s)")  # fmt: skip
-    g.add_argument("--vad-end-ms", type=int, default=vad.end_ms,
-                   help="unvoiced window that ends a turn (default %(default)s)")  # fmt: skip
+    g.add_argument(
+        "--vad-start-ms",
+        type=int,
+        default=vad.start_ms,
+        help="voiced window that starts a turn (default %(default)s)",
+    )
+    g.add_argument(
+        "--vad-end-ms",
+        type=int,
+        default=vad.end_ms,
+        help="unvoiced window that ends a turn (default %(default)s)",
+    )
     g.add_argument("--asr-model", default="tiny.en", help="tiny.en (bundled), base, or a CTranslate2 dir")
-    g.add_argument("--tts-voice", metavar="PATH.onnx",
-                   help="a piper voice (its .onnx.json beside it); default: the bundled voice")  # fmt: skip
-    g.add_argument("--turn-timeout", type=float, default=s.turn_timeout_s,
-                   help="seconds from the endpoint to the answer heard (default %(default)s)")  # fmt: skip
+    g.add_argument(
+        "--tts-voice",
+        metavar="PATH.onnx",
+        help="a piper voice (its .onnx.json beside it); default: the bundled voice",
+    )
+    g.add_argument(
+        "--turn-timeout",
+        type=float,
+        default=s.turn_timeout_s,
+        help="seconds from the endpoint to the answer heard (default %(default)s)",
+    )
     g.add_argument("--no-barge-in", action="store_true", help="do not stop the agent when the caller speaks")
-    g.add_argument("--no-audio", action="store_true", help="keep no audio of the turns (by default each "
-                   "turn's caller and answer as heard go into the run directory, for the page)")  # fmt: skip
+    g.add_argument(
+        "--no-audio",
+        action="store_true",
+        help="keep no audio of the turns (by default each "
+        "turn's caller and answer as heard go into the run directory, for the page)",
+    )
     g = p.add_argument_group("overlapped stages (default: all but --smart-turn; --serial turns them all off)")
     g.add_argument("--serial", action="store_true", help="the stages one after another, as before overlap")
     g.add_argument(
@@ -119,8 +145,12 @@ def add_mode_args(p: argparse.ArgumentParser) -> None:
         default=Settings.mode,
         help="realtime feeds audio at wall-clock pace (faithful); fast skips waiting for audio",
     )
-    p.add_argument("--playback-latency-ms", type=float, default=Settings.playback_latency_ms,
-                   help="the simulated speaker's output latency (default %(default)s)")  # fmt: skip
+    p.add_argument(
+        "--playback-latency-ms",
+        type=float,
+        default=Settings.playback_latency_ms,
+        help="the simulated speaker's output latency (default %(default)s)",
+    )
 
 
 def settings_from_args(args: argparse.Namespace, mode: str, **more) -> Settings:
@@ -134,8 +164,15 @@ def settings_from_args(args: argparse.Namespace, mode: str, **more) -> Settings:
         "words_end_turns": not (args.no_words_end_turns or args.no_speculate),
         "smart_turn": args.smart_turn,
     }
-    settings = Settings(mode, vad, args.turn_timeout, barge_in=not args.no_barge_in,
-                        record_audio=not args.no_audio, **levers, **more)  # fmt: skip
+    settings = Settings(
+        mode,
+        vad,
+        args.turn_timeout,
+        barge_in=not args.no_barge_in,
+        record_audio=not args.no_audio,
+        **levers,
+        **more,
+    )
     settings = settings.serial() if args.serial else settings
     settings.validate()
     return settings
@@ -177,8 +214,10 @@ def plan_stack(args: argparse.Namespace) -> StackPlan:
         if url is None:
             path = servers[model or "bundled"] = model_dir(model or "bundled")
             if not (path / "config.json").is_file():
-                raise ModelNotFound(f"{path}: not a checkpoint directory (no config.json); --llm-model takes "
-                                    "bundled, bundled-ar or a checkpoint directory")  # fmt: skip
+                raise ModelNotFound(
+                    f"{path}: not a checkpoint directory (no config.json); --llm-model takes "
+                    "bundled, bundled-ar or a checkpoint directory"
+                )
     bundled_model(args.asr_model)  # found, not loaded
     voice_files(args.tts_voice)
     return StackPlan(load_agent_file(args.agent or BUNDLED_AGENT), servers)
@@ -203,8 +242,12 @@ def open_stack(
     spec = plan.spec
     extra = request_fields({**spec.decoding, **decoding_knobs(args)})  # the command line wins
     tools = [t.schema for t in spec.tools]
-    transcriber = Transcriber(args.asr_model, window="full" if args.serial else args.asr_window,
-                              numbers_whole=spec.numbers_whole, nbest=args.asr_readings)  # fmt: skip
+    transcriber = Transcriber(
+        args.asr_model,
+        window="full" if args.serial else args.asr_window,
+        numbers_whole=spec.numbers_whole,
+        nbest=args.asr_readings,
+    )
     synthesizer = Synthesizer(args.tts_voice)
     turn_model = SmartTurn() if settings.smart_turn else None
     asr = {
@@ -233,8 +276,14 @@ def open_stack(
             "sent with each request": extra or "nothing",
             "server decoding defaults": ours["decoding"] if ours else "not reported by the endpoint",
         }
-        env = environment(agent=spec.describe(), llm=llm, asr=asr, tts={"voice": str(synthesizer.path)},
-                          settings=asdict(settings), **env_extra)  # fmt: skip
+        env = environment(
+            agent=spec.describe(),
+            llm=llm,
+            asr=asr,
+            tts={"voice": str(synthesizer.path)},
+            settings=asdict(settings),
+            **env_extra,
+        )
         label = _label(model, labels)
         arms.append((label, Stages(transcriber, spec.agent(chat), synthesizer, turn_model), env))
     return arms

@@ -191,11 +191,16 @@ class Synthesizer:
 
     def _pieces(self, ids: list[int], whole: bool) -> Iterator[np.ndarray]:
         config, voice = self.config, self.voice.config
-        scales = [voice.noise_scale if config.noise_scale is None else config.noise_scale,
-                  voice.length_scale if config.length_scale is None else config.length_scale,
-                  voice.noise_w_scale if config.noise_w_scale is None else config.noise_w_scale]  # fmt: skip
-        inputs = {"input": np.array([ids], np.int64), "input_lengths": np.array([len(ids)], np.int64),
-                  "scales": np.array(scales, np.float32)}  # fmt: skip
+        scales = [
+            voice.noise_scale if config.noise_scale is None else config.noise_scale,
+            voice.length_scale if config.length_scale is None else config.length_scale,
+            voice.noise_w_scale if config.noise_w_scale is None else config.noise_w_scale,
+        ]
+        inputs = {
+            "input": np.array([ids], np.int64),
+            "input_lengths": np.array([len(ids)], np.int64),
+            "scales": np.array(scales, np.float32),
+        }
         if self.between is None:
             yield self.sessions[0].run(None, inputs)[0].reshape(-1)
             return

@@ -92,10 +92,15 @@ class ModelConfig:
     def layout(self) -> dict:
         """How the model reads a sequence and what its decoding does beyond the knobs (/health says it)."""
         blocks = "position 0" if self.aligned_blocks else "the answer's start"
-        return {"attention": self.attention, "blocks_from": blocks if self.attention == "block" else None,
-                "shifted_logits": self.shift_logits, "greedy_block_start": self.greedy_block_start,
-                "mask_token_id": self.mask_token_id, "stop_token_ids": self.eos_token_ids,
-                "experts": self.moe.experts if self.moe else 0}  # fmt: skip
+        return {
+            "attention": self.attention,
+            "blocks_from": blocks if self.attention == "block" else None,
+            "shifted_logits": self.shift_logits,
+            "greedy_block_start": self.greedy_block_start,
+            "mask_token_id": self.mask_token_id,
+            "stop_token_ids": self.eos_token_ids,
+            "experts": self.moe.experts if self.moe else 0,
+        }
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)

@@ -24,8 +24,9 @@ class Block(nn.Module):
         super().__init__()
         self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         qk_norm = cfg.rms_norm_eps if cfg.qk_norm else None
-        self.self_attn = Attention(cfg.hidden_size, cfg.num_heads, cfg.num_kv_heads, cfg.qkv_bias,
-                                   cfg.head_dim, qk_norm)  # fmt: skip
+        self.self_attn = Attention(
+            cfg.hidden_size, cfg.num_heads, cfg.num_kv_heads, cfg.qkv_bias, cfg.head_dim, qk_norm
+        )
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         sparse = cfg.moe is not None and index >= cfg.moe.dense_layers
         self.mlp = (

@@ -196,8 +196,9 @@ class Sequence:
         logits = logits if floored is None else floored
         greedy = self.greedy_start(work)
         temperature = 0.0 if greedy else p.temperature
-        tokens, confidence = sampler.propose(logits, temperature, self.generator, self.cfg.mask_token_id,
-                                             p.confidence)  # fmt: skip
+        tokens, confidence = sampler.propose(
+            logits, temperature, self.generator, self.cfg.mask_token_id, p.confidence
+        )
         if floored is not None or greedy:  # the opening in doubt, or the block's greedy first token, alone
             chosen = torch.zeros(1, dtype=torch.long)
         else:
@@ -258,6 +259,14 @@ class Sequence:
 
     def _chunk(self, tokens: list[int], times: list[int], now_ns: int) -> Chunk:
         return Chunk(
-            self.id, tokens, times, now_ns, self.forwards, self.finished, self.finish_reason,
-            self.arrival_ns, self.admitted_ns, self.prefill_ns,
-        )  # fmt: skip
+            self.id,
+            tokens,
+            times,
+            now_ns,
+            self.forwards,
+            self.finished,
+            self.finish_reason,
+            self.arrival_ns,
+            self.admitted_ns,
+            self.prefill_ns,
+        )

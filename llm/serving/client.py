@@ -42,9 +42,13 @@ class OpenAIChat:
         if self.model is None:
             self.model = (await self.client.models.list()).data[0].id
         stream = await self.client.chat.completions.create(
-            model=self.model, messages=messages, tools=tools or None, stream=True, temperature=0,
+            model=self.model,
+            messages=messages,
+            tools=tools or None,
+            stream=True,
+            temperature=0,
             extra_body=self.extra,
-        )  # fmt: skip
+        )
         calls: dict[int, ToolCall] = {}
         timings = None
         async for chunk in stream:
@@ -119,8 +123,12 @@ def check_endpoint(base_url: str, model: str | None, tools: list[dict] | None, a
             raise EndpointError(f"{base_url}: lists no models; name one with --llm-model")
         model = served[0]
     try:
-        client.chat.completions.create(model=model, messages=[{"role": "user", "content": "hello"}],
-                                       tools=tools or openai.NOT_GIVEN, max_tokens=1)  # fmt: skip
+        client.chat.completions.create(
+            model=model,
+            messages=[{"role": "user", "content": "hello"}],
+            tools=tools or openai.NOT_GIVEN,
+            max_tokens=1,
+        )
     except openai.AuthenticationError:
         raise EndpointError(refused) from None
     except openai.APIStatusError as e:

@@ -40,8 +40,9 @@ async def one_request(client: AsyncOpenAI, model: str, messages: list[dict], ext
     first = answer = None
     tokens = 0
     server = {}
-    stream = await client.chat.completions.create(model=model, messages=messages, stream=True, temperature=0,
-                                                  extra_body=extra)  # fmt: skip
+    stream = await client.chat.completions.create(
+        model=model, messages=messages, stream=True, temperature=0, extra_body=extra
+    )
     async for chunk in stream:
         now = time.monotonic_ns()
         server = (chunk.model_extra or {}).get("ttfat_timings") or server
@@ -56,12 +57,23 @@ async def one_request(client: AsyncOpenAI, model: str, messages: list[dict], ext
             answer = answer or now
     done = time.monotonic_ns()
     since = lambda t: math.inf if t is None else ms(start, t, None)  # noqa: E731  never came: infinitely late
-    return {"ttft": since(first), "ttfat": since(answer), "done": since(done), "tokens": tokens,
-            "server_ttfat": engine_ttfat(server)}  # fmt: skip
+    return {
+        "ttft": since(first),
+        "ttfat": since(answer),
+        "done": since(done),
+        "tokens": tokens,
+        "server_ttfat": engine_ttfat(server),
+    }
 
 
-async def run_level(url: str, prompts: list[list[dict]], concurrency: int, requests: int,
-                    api_key: str = "none", extra: dict | None = None) -> dict:  # fmt: skip
+async def run_level(
+    url: str,
+    prompts: list[list[dict]],
+    concurrency: int,
+    requests: int,
+    api_key: str = "none",
+    extra: dict | None = None,
+) -> dict:
     client = AsyncOpenAI(base_url=url, api_key=api_key, max_retries=0, timeout=60)
     model = (await client.models.list()).data[0].id
     queue: asyncio.Queue = asyncio.Queue()
@@ -82,21 +94,37 @@ async def run_level(url: str, prompts: list[list[dict]], concurrency: int, reque
     await asyncio.gather(*[worker() for _ in range(concurrency)])
     wall = time.monotonic() - start
     overhead = [r["ttfat"] - r["server_ttfat"] for r in results if r.get("server_ttfat") is not None]
-    out = {"concurrency": concurrency, "requests": requests, "errors": len(errors),
-           "tokens_per_s": sum(r["tokens"] for r in results) / wall}  # fmt: skip
+    out = {
+        "concurrency": concurrency,
+        "requests": requests,
+        "errors": len(errors),
+        "tokens_per_s": sum(r["tokens"] for r in results) / wall,
+    }
     for key in ("ttft", "ttfat"):
         values = [r[key] for r in results]
-        out |= {f"{key}_p50": percentile(values, 50), f"{key}_p95": percentile(values, 95),
-                f"{key}_p99": percentile(values, 99)}  # fmt: skip
+        out |= {
+            f"{key}_p50": percentile(values, 50),
+            f"{key}_p95": percentile(values, 95),
+            f"{key}_p99": percentile(values, 99),
+        }
     out["http_overhead_p50_ms"] = statistics.median(overhead) if overhead else None
     await client.close()
     return out
 
 
-COLUMNS = [("concurrency", "conc", "d"), ("requests", "req", "d"), ("errors", "err", "d"),
-           ("ttft_p50", "TTFT p50", ".1f"), ("ttft_p95", "p95", ".1f"), ("ttft_p99", "p99", ".1f"),
-           ("ttfat_p50", "TTFAT p50", ".1f"), ("ttfat_p95", "p95", ".1f"), ("ttfat_p99", "p99", ".1f"),
-           ("tokens_per_s", "tok/s", ".1f"), ("http_overhead_p50_ms", "http ms", ".2f")]  # fmt: skip
+COLUMNS = [
+    ("concurrency", "conc", "d"),
+    ("requests", "req", "d"),
+    ("errors", "err", "d"),
+    ("ttft_p50", "TTFT p50", ".1f"),
+    ("ttft_p95", "p95", ".1f"),
+    ("ttft_p99", "p99", ".1f"),
+    ("ttfat_p50", "TTFAT p50", ".1f"),
+    ("ttfat_p95", "p95", ".1f"),
+    ("ttfat_p99", "p99", ".1f"),
+    ("tokens_per_s", "tok/s", ".1f"),
+    ("http_overhead_p50_ms", "http ms", ".2f"),
+]
 
 
 def print_table(url: str, rows: list[dict]) -> None:

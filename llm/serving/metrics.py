@@ -14,8 +14,9 @@ LATENCY_BUCKETS = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1, 1.5, 2
 class Metrics:
     def __init__(self, engine: AsyncEngine):
         self.registry = r = CollectorRegistry()
-        self.requests = Counter("ttfat_requests", "chat completion requests by HTTP status", ["status"],
-                                registry=r)  # fmt: skip
+        self.requests = Counter(
+            "ttfat_requests", "chat completion requests by HTTP status", ["status"], registry=r
+        )
         self.errors = Counter("ttfat_server_errors", "requests that failed inside the server", registry=r)
         waiting = Gauge("ttfat_requests_waiting", "requests waiting for a decoding slot", registry=r)
         waiting.set_function(lambda: len(engine.engine.waiting))

@@ -63,8 +63,11 @@ class ServerProcess:
                 continue
             if self.closing.is_set():  # it was stopped on purpose
                 return
-            print(f"ttfat: the LLM server exited (code {self.proc.returncode}); starting it again",
-                  file=sys.stderr, flush=True)  # fmt: skip
+            print(
+                f"ttfat: the LLM server exited (code {self.proc.returncode}); starting it again",
+                file=sys.stderr,
+                flush=True,
+            )
             self._let_go()
             try:
                 self._start()
@@ -107,8 +110,10 @@ class ServerProcess:
         self.log.seek(0)
         tail = self.log.read().decode(errors="replace").strip().splitlines()[-5:]
         self.log.close()
-        raise ServerStartError(f"the LLM server for {self.model} did not come up on port {self.port}"
-                               + "".join(f"\n  {line}" for line in tail))  # fmt: skip
+        raise ServerStartError(
+            f"the LLM server for {self.model} did not come up on port {self.port}"
+            + "".join(f"\n  {line}" for line in tail)
+        )
 
     def __exit__(self, *exc) -> None:
         self.closing.set()

@@ -118,8 +118,14 @@ def _flag(body: dict, name: str) -> bool:
 
 
 def json_type(value) -> str:
-    return {str: "a string", int: "a number", float: "a number", list: "a list", dict: "an object",
-            type(None): "null"}.get(type(value), type(value).__name__)  # fmt: skip
+    return {
+        str: "a string",
+        int: "a number",
+        float: "a number",
+        list: "a list",
+        dict: "an object",
+        type(None): "null",
+    }.get(type(value), type(value).__name__)
 
 
 def _stop(value) -> list[str]:

@@ -53,9 +53,15 @@ def create_app(
 
     @app.get("/health")
     async def health():
-        return {"status": "ok", "model": model_name, "running": len(engine.engine.running),
-                "waiting": len(engine.engine.waiting), "family": cfg.family, "layout": cfg.layout(),
-                "decoding": {k: defaults[k] for k in KNOBS}}  # fmt: skip
+        return {
+            "status": "ok",
+            "model": model_name,
+            "running": len(engine.engine.running),
+            "waiting": len(engine.engine.waiting),
+            "family": cfg.family,
+            "layout": cfg.layout(),
+            "decoding": {k: defaults[k] for k in KNOBS},
+        }
 
     @app.get("/v1/models")
     async def models():
@@ -109,9 +115,15 @@ def create_app(
         if reply is None:
             return error(499, "client disconnected")
         message, final = reply
-        return {"id": rid, "object": "chat.completion", "created": int(time.time()), "model": model_name,
-                "choices": [{"index": 0, "message": message, "finish_reason": final["finish_reason"]}],
-                "usage": final["usage"], "ttfat_timings": final["ttfat_timings"]}  # fmt: skip
+        return {
+            "id": rid,
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model_name,
+            "choices": [{"index": 0, "message": message, "finish_reason": final["finish_reason"]}],
+            "usage": final["usage"],
+            "ttfat_timings": final["ttfat_timings"],
+        }
 
     return app
 

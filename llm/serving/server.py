@@ -48,24 +48,59 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="CPU threads for the model (default: half the cores, leaving the rest to the event loop and, "
         "in a voice stack, to ASR and TTS on the same machine)",
     )
-    p.add_argument("--max-batch", type=int, default=ServerConfig.max_batch,
-                   help="requests decoded together (default %(default)s)")  # fmt: skip
-    p.add_argument("--max-concurrent", type=int, default=Limits.max_concurrent,
-                   help="open requests before 429 (default %(default)s)")  # fmt: skip
-    p.add_argument("--max-tokens", type=int, default=Limits.max_tokens,
-                   help="largest max_tokens accepted (default %(default)s)")  # fmt: skip
-    p.add_argument("--max-prompt-tokens", type=int, default=Limits.max_prompt_tokens,
-                   help="longest prompt accepted (default %(default)s)")  # fmt: skip
-    p.add_argument("--max-body-bytes", type=int, default=Limits.max_body_bytes,
-                   help="largest request body accepted; larger gets 413 (default %(default)s)")  # fmt: skip
-    p.add_argument("--drain-s", type=float, default=ServerConfig.drain_s,
-                   help="on SIGTERM, seconds requests under way get (default %(default)s)")  # fmt: skip
+    p.add_argument(
+        "--max-batch",
+        type=int,
+        default=ServerConfig.max_batch,
+        help="requests decoded together (default %(default)s)",
+    )
+    p.add_argument(
+        "--max-concurrent",
+        type=int,
+        default=Limits.max_concurrent,
+        help="open requests before 429 (default %(default)s)",
+    )
+    p.add_argument(
+        "--max-tokens",
+        type=int,
+        default=Limits.max_tokens,
+        help="largest max_tokens accepted (default %(default)s)",
+    )
+    p.add_argument(
+        "--max-prompt-tokens",
+        type=int,
+        default=Limits.max_prompt_tokens,
+        help="longest prompt accepted (default %(default)s)",
+    )
+    p.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=Limits.max_body_bytes,
+        help="largest request body accepted; larger gets 413 (default %(default)s)",
+    )
+    p.add_argument(
+        "--drain-s",
+        type=float,
+        default=ServerConfig.drain_s,
+        help="on SIGTERM, seconds requests under way get (default %(default)s)",
+    )
 
 
 def config_from_args(args: argparse.Namespace, model: Path, name: str) -> ServerConfig:
     limits = Limits(args.max_prompt_tokens, args.max_tokens, args.max_concurrent, args.max_body_bytes)
-    return ServerConfig(model, args.name or name, args.host, args.port, args.api_key, args.device,
-                        args.dtype, args.threads, args.max_batch, limits, args.drain_s)  # fmt: skip
+    return ServerConfig(
+        model,
+        args.name or name,
+        args.host,
+        args.port,
+        args.api_key,
+        args.device,
+        args.dtype,
+        args.threads,
+        args.max_batch,
+        limits,
+        args.drain_s,
+    )
 
 
 def slow_dtype(device: str, dtype: str | None) -> str | None:
@@ -97,8 +132,9 @@ def serve(config: ServerConfig) -> None:
     if warning := slow_dtype(engine.engine.model.device.type, config.dtype):  # the device it loaded on
         logging.getLogger("ttfat.server").warning(warning)
     # SIGTERM: uvicorn stops accepting, lets requests under way finish for drain_s, then cancels them
-    uvicorn.run(app, host=config.host, port=config.port, log_level="warning",
-                timeout_graceful_shutdown=config.drain_s)  # fmt: skip
+    uvicorn.run(
+        app, host=config.host, port=config.port, log_level="warning", timeout_graceful_shutdown=config.drain_s
+    )
 
 
 def watch_parent(fd: int) -> None:

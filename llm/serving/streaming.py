@@ -20,9 +20,14 @@ log = logging.getLogger("ttfat.server")
 
 
 async def reply_events(
-    chunks: AsyncIterator[Chunk], parser: ReplyParser, prompt_len: int, max_tokens: int, start: int,
-    metrics: Metrics, stop: list[str] | None = None,
-) -> AsyncIterator[tuple[str, object]]:  # fmt: skip
+    chunks: AsyncIterator[Chunk],
+    parser: ReplyParser,
+    prompt_len: int,
+    max_tokens: int,
+    start: int,
+    metrics: Metrics,
+    stop: list[str] | None = None,
+) -> AsyncIterator[tuple[str, object]]:
     """(kind, payload) pairs: content and reasoning text, tool calls, then the final record
     (finish reason, usage, `ttfat_timings`: ms from `start`, when the server received the request).
     Content ends before the first `stop` sequence. Leaving early cancels the request in the engine."""
@@ -52,10 +57,24 @@ async def reply_events(
             yield "content", rest
         calls = parser.tool_calls()
         for i, call in enumerate(calls):
-            yield "tool_call", {"index": i, "id": call.id, "type": "function",
-                                "function": {"name": call.name, "arguments": call.arguments}}  # fmt: skip
-        finish = "tool_calls" if calls else ("length" if not stopped and (tokens >= max_tokens or
-                                             last.finish_reason == "length") else "stop")  # fmt: skip
+            yield (
+                "tool_call",
+                {
+                    "index": i,
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments},
+                },
+            )
+        finish = (
+            "tool_calls"
+            if calls
+            else (
+                "length"
+                if not stopped and (tokens >= max_tokens or last.finish_reason == "length")
+                else "stop"
+            )
+        )
         answer_at = None if calls else first_content
         timings = {
             "arrival_ms": ms(start, last.arrival_ns),  # parsed and tokenized, handed to the engine
@@ -96,8 +115,14 @@ async def sse(events: AsyncIterator[tuple[str, object]], rid: str, model_name: s
     created = int(time.time())
 
     def chunk(delta: dict, finish=None, **extra) -> str:
-        body = {"id": rid, "object": "chat.completion.chunk", "created": created, "model": model_name,
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}  # fmt: skip
+        body = {
+            "id": rid,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model_name,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            **extra,
+        }
         return f"data: {json.dumps(body)}\n\n"
 
     try:
@@ -110,8 +135,12 @@ async def sse(events: AsyncIterator[tuple[str, object]], rid: str, model_name: s
             elif kind == "tool_call":
                 yield chunk({"tool_calls": [payload]})
             else:
-                yield chunk({}, payload["finish_reason"], usage=payload["usage"],
-                            ttfat_timings=payload["ttfat_timings"])  # fmt: skip
+                yield chunk(
+                    {},
+                    payload["finish_reason"],
+                    usage=payload["usage"],
+                    ttfat_timings=payload["ttfat_timings"],
+                )
         yield "data: [DONE]\n\n"
     except Exception as e:  # the status line is gone already: report in-band
         yield f"data: {json.dumps({'error': {'message': str(e), 'type': 'server_error'}})}\n\n"

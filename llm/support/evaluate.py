@@ -129,8 +129,15 @@ def judge(engine: Engine, example: Example, token_ids: list[int]) -> tuple[bool,
     return ok, ok and content == want["content"]
 
 
-def score(engine: Engine, examples: list[Example], params: GenerationParams, setting: str, batch: int = 16,
-          timed: int = 20, failures: list[dict] | None = None) -> Scores:  # fmt: skip
+def score(
+    engine: Engine,
+    examples: list[Example],
+    params: GenerationParams,
+    setting: str,
+    batch: int = 16,
+    timed: int = 20,
+    failures: list[dict] | None = None,
+) -> Scores:
     """Accuracy and speed of one setting; wrong replies are appended to ``failures`` when given."""
     tok = engine.tokenizer
     prompts = [tok.encode_chat(e.messages) for e in examples]
@@ -144,9 +151,16 @@ def score(engine: Engine, examples: list[Example], params: GenerationParams, set
         ):
             ok, ex_ok = judge(engine, ex, gen.token_ids)
             if failures is not None and not ok:
-                failures.append({"setting": setting, "intent": ex.intent, "meta": ex.meta,
-                                 "user": ex.messages[-1]["content"], "want": ex.target,
-                                 "got": tok.decode(gen.token_ids, skip_special_tokens=False)})  # fmt: skip
+                failures.append(
+                    {
+                        "setting": setting,
+                        "intent": ex.intent,
+                        "meta": ex.meta,
+                        "user": ex.messages[-1]["content"],
+                        "want": ex.target,
+                        "got": tok.decode(gen.token_ids, skip_special_tokens=False),
+                    }
+                )
             (tool_ok if ex.target.get("tool_calls") else ans_ok).append(ok)
             if (name := group(ex, store)) is not None:
                 groups.setdefault(name, []).append(ok)
@@ -155,9 +169,17 @@ def score(engine: Engine, examples: list[Example], params: GenerationParams, set
             forwards += gen.forwards
     times = [engine.generate([p], params)[0].total_ms for p in prompts[:timed]]
     mean = lambda xs: statistics.mean(xs) if xs else 0.0  # noqa: E731
-    return Scores(setting, mean(tool_ok), mean(ans_ok), mean(exact), tokens / max(forwards, 1),
-                  statistics.median(times), len(tool_ok), len(ans_ok),
-                  {k: (sum(v), len(v)) for k, v in groups.items()})  # fmt: skip
+    return Scores(
+        setting,
+        mean(tool_ok),
+        mean(ans_ok),
+        mean(exact),
+        tokens / max(forwards, 1),
+        statistics.median(times),
+        len(tool_ok),
+        len(ans_ok),
+        {k: (sum(v), len(v)) for k, v in groups.items()},
+    )
 
 
 def invented_order_facts(engine: Engine, params: GenerationParams, limit: int = 400) -> dict:
@@ -170,8 +192,10 @@ def invented_order_facts(engine: Engine, params: GenerationParams, limit: int = 
     tok = engine.tokenizer
     invented, refused, tool_calls = 0, 0, 0
     texts = [caller_words(q["text"]) for q in queries]  # what the agent would hand the model
-    prompts = [tok.encode_chat([{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": t}])
-               for t in texts]  # fmt: skip
+    prompts = [
+        tok.encode_chat([{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": t}])
+        for t in texts
+    ]
     for i in range(0, len(prompts), 16):
         for text, gen in zip(texts[i : i + 16], engine.generate(prompts[i : i + 16], params), strict=True):
             content, calls = split_reply(tok, gen.token_ids)

@@ -175,15 +175,23 @@ def main(argv: list[str] | None = None) -> None:
     )
     p.add_argument("--out", type=Path, required=True, help="output dir (resumes from what is there)")
     p.add_argument("--recipe", type=Path, help="train every stage of this recipe (llm/support/recipe.toml)")
-    p.add_argument("--install", action="store_true", help="with --recipe: copy the shipped stages, trained "
-                   "into --out, over the bundled weights (in the recipe's dtype)")  # fmt: skip
+    p.add_argument(
+        "--install",
+        action="store_true",
+        help="with --recipe: copy the shipped stages, trained "
+        "into --out, over the bundled weights (in the recipe's dtype)",
+    )
     p.add_argument("--block-size", type=int, default=1, help="1 = autoregressive twin; 8 = block diffusion")
     p.add_argument("--init", type=Path, help="start from this checkpoint (the AR model for stage 2)")
     for name in ("steps", "batch_size", "examples", "seed", "save_every"):
         p.add_argument(f"--{name.replace('_', '-')}", type=int, default=getattr(TrainConfig, name))
     p.add_argument("--lr", type=float, default=TrainConfig.lr)
-    p.add_argument("--fp32", action="store_true", help="no bf16 autocast (default: bf16 where the hardware "
-                   "computes in it, a GPU or a CPU with AVX512-BF16 or AMX; fp32 elsewhere)")  # fmt: skip
+    p.add_argument(
+        "--fp32",
+        action="store_true",
+        help="no bf16 autocast (default: bf16 where the hardware "
+        "computes in it, a GPU or a CPU with AVX512-BF16 or AMX; fp32 elsewhere)",
+    )
     p.add_argument("--compile", action="store_true", help="torch.compile the loss (long runs)")
     p.add_argument(
         "--complementary", action="store_true", help="diffusion: train on both a mask and its complement"
@@ -202,10 +210,20 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{model}: {path}")
         return
     tc = TrainConfig(
-        out=a.out, block_size=a.block_size, init=a.init, steps=a.steps, batch_size=a.batch_size,
-        examples=a.examples, seed=a.seed, save_every=a.save_every, lr=a.lr, bf16=False if a.fp32 else None,
-        complementary=a.complementary, compile=a.compile, device=a.device,
-    )  # fmt: skip
+        out=a.out,
+        block_size=a.block_size,
+        init=a.init,
+        steps=a.steps,
+        batch_size=a.batch_size,
+        examples=a.examples,
+        seed=a.seed,
+        save_every=a.save_every,
+        lr=a.lr,
+        bf16=False if a.fp32 else None,
+        complementary=a.complementary,
+        compile=a.compile,
+        device=a.device,
+    )
     run = train(tc)
     info = {
         "init": str(tc.init) if tc.init else None,

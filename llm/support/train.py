@@ -126,8 +126,15 @@ def turn_chains(pairs: list[tuple[list[int], list[int]]]) -> list[list[int]]:
 class Batches:
     """Encoded examples -> packed tensors for one stage (AR or block diffusion)."""
 
-    def __init__(self, pairs: list[tuple[list[int], list[int]]], cfg: ModelConfig, block: int, min_t: float,
-                 complementary: bool = False, clean_tail: bool = False):  # fmt: skip
+    def __init__(
+        self,
+        pairs: list[tuple[list[int], list[int]]],
+        cfg: ModelConfig,
+        block: int,
+        min_t: float,
+        complementary: bool = False,
+        clean_tail: bool = False,
+    ):
         """`complementary`: a second noisy copy masks exactly what the first left visible, so every
         answer token is trained on in every example (Fast-dLLM v2's complementary masks).
         `clean_tail`: keep the clean copy's last block, which no noisy block sees (rows were built so
@@ -178,8 +185,15 @@ class Batches:
         for u, r, (i, at) in zip(units, rows, placed, strict=True):
             for j, (own_src, own_labels) in zip(u, self._members(u, idx, r), strict=True):
                 src[j], labels[j], segments[j] = i * n + at + own_src, own_labels, (i, at, len(own_labels))
-        return {"prefix": torch.tensor([self.pairs[0][0][:s]]), "ids": ids, "pos": pos, "mask": mask,
-                "src": torch.cat(src), "labels": torch.cat(labels), "segments": segments}  # fmt: skip
+        return {
+            "prefix": torch.tensor([self.pairs[0][0][:s]]),
+            "ids": ids,
+            "pos": pos,
+            "mask": mask,
+            "src": torch.cat(src),
+            "labels": torch.cat(labels),
+            "segments": segments,
+        }
 
     def _units(self, idx: list[int]) -> list[list[int]]:
         """Positions in ``idx`` grouped into one row each: a turn's consecutive calls together."""

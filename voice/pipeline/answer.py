@@ -21,8 +21,13 @@ from voice.timing.timeline import TurnLog
 Transcription = Callable[[], Awaitable[tuple[Transcript, int]]]
 
 
-async def answer_turn(context: CallContext, log: TurnLog, transcription: Transcription, gate: asyncio.Event,
-                      words_final: asyncio.Event | None = None) -> None:  # fmt: skip
+async def answer_turn(
+    context: CallContext,
+    log: TurnLog,
+    transcription: Transcription,
+    gate: asyncio.Event,
+    words_final: asyncio.Event | None = None,
+) -> None:
     """`words_final`: set once the transcript's words are final, when they may not be yet (Speaking)."""
     transcript, final_ns = await transcription()
     log.transcribed(transcript.text, transcript.compute_ms)
@@ -33,8 +38,15 @@ async def answer_turn(context: CallContext, log: TurnLog, transcription: Transcr
     agent, clock, settings = context.stages.agent, context.timeline.clock, context.settings
     chunker = Chunker(settings.min_clause_words, agent.fillers, split_first=settings.split_first_clause)
     speak = partial(context.stages.speak, whole=not settings.stream_speech)
-    speaking = Speaking(log, speak, context.speaker, settings.filler_grace_ms, gate,
-                        hold_undecided=settings.first_clause_first, words_final=words_final)  # fmt: skip
+    speaking = Speaking(
+        log,
+        speak,
+        context.speaker,
+        settings.filler_grace_ms,
+        gate,
+        hold_undecided=settings.first_clause_first,
+        words_final=words_final,
+    )
 
     def on_event(event: AgentEvent) -> None:
         t = clock.from_monotonic(event.t_ns)
@@ -64,8 +76,9 @@ async def answer_turn(context: CallContext, log: TurnLog, transcription: Transcr
         log.emit("llm_done", t_ns=clock.from_monotonic(result.done_ns))
         log.answered(result.answer, result.to_dict()["tool_calls"], result.answered_by)
         await gate.wait()  # a speculative answer joins the conversation only once the turn is over
-        context.history.extend([{"role": "user", "content": transcript.text},
-                             {"role": "assistant", "content": result.answer}])  # fmt: skip
+        context.history.extend(
+            [{"role": "user", "content": transcript.text}, {"role": "assistant", "content": result.answer}]
+        )
         await speaking.finish()
     except BaseException:
         speaking.cancel()

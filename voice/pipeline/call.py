@@ -48,8 +48,15 @@ class Call:
         self.audio = CallAudio() if settings.record_audio else None  # what the line carried, per turn
         if self.audio:
             self.speaker = TappedSpeaker(self.speaker, self.audio)
-        context = CallContext(self.timeline, stages, settings, self.speaker, history=[], at=self.at,
-                              annotate=annotate or (lambda turn: {}))  # fmt: skip
+        context = CallContext(
+            self.timeline,
+            stages,
+            settings,
+            self.speaker,
+            history=[],
+            at=self.at,
+            annotate=annotate or (lambda turn: {}),
+        )
         self.turns = TurnTaking(context)
         self.source: Source | None = None
         self.detector: TurnDetector | None = None
@@ -68,9 +75,12 @@ class Call:
     async def run(self, source: Source | None = None) -> Timeline:
         self.detector = detector = TurnDetector(RATE, self.settings.vad)
         self.source = source or RecordingSource(
-            self.samples, detector.frame_len, self.timeline.clock, self.settings.mode == "fast",
+            self.samples,
+            detector.frame_len,
+            self.timeline.clock,
+            self.settings.mode == "fast",
             busy=lambda: self.busy,
-        )  # fmt: skip
+        )
         self.timeline.emit(-1, "call_start")
         try:
             async for frame in self.source.frames():

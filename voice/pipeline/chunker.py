@@ -108,8 +108,11 @@ class Chunker:
         limit = hard.end() if hard else len(self.buffer) + 1
         soft = [(m.start(), m.end()) for m in _SOFT.finditer(self.buffer, 0, limit)]
         if self.split_first and self.first:
-            soft += [(m.start(), m.start()) for m in _CONJUNCTION.finditer(self.buffer, 0, limit)
-                     if not has_number(m.group(1))]  # fmt: skip
+            soft += [
+                (m.start(), m.start())
+                for m in _CONJUNCTION.finditer(self.buffer, 0, limit)
+                if not has_number(m.group(1))
+            ]
         for start, end in sorted(soft):
             head = self.buffer[:start]
             if len(head.split()) >= self.min_words or (head.strip() and is_filler(head, self.fillers)):

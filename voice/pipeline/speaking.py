@@ -45,9 +45,16 @@ class Speaking:
     show what they are, then `await finish()`: it returns once everything said has been heard (live, or
     lived replay)."""
 
-    def __init__(self, log: TurnLog, speak: Callable[[str], AsyncIterator[Speech]], speaker: Speaker,
-                 filler_grace_ms: float, gate: asyncio.Event, hold_undecided: bool = True,
-                 words_final: asyncio.Event | None = None):  # fmt: skip
+    def __init__(
+        self,
+        log: TurnLog,
+        speak: Callable[[str], AsyncIterator[Speech]],
+        speaker: Speaker,
+        filler_grace_ms: float,
+        gate: asyncio.Event,
+        hold_undecided: bool = True,
+        words_final: asyncio.Event | None = None,
+    ):
         self.log, self.speak, self.speaker, self.gate = log, speak, speaker, gate
         self.words_final = words_final
         self.grace_ns = ns(filler_grace_ms)
@@ -98,8 +105,9 @@ class Speaking:
         ready = next((t for c, t in self.synthesized if c.round == self.answer_round), None)
         if ready is not None:  # known once synthesized, though a filler may still be playing ahead of it
             self._once("tts_first_audio", ready)
-        heard = next((s for s in self.spoken if s.clause.round == self.answer_round and not s.clause.filler),
-                     None)  # fmt: skip
+        heard = next(
+            (s for s in self.spoken if s.clause.round == self.answer_round and not s.clause.filler), None
+        )
         if heard:
             self._once("first_useful_audio_heard", heard.heard_ns)
 
@@ -132,8 +140,15 @@ class Speaking:
                 self._answer_anchors()
                 async for piece in pieces:  # made while the first plays: heard back to back
                     _, end = await self.speaker.play(piece, clock())
-            self.log.emit("clause", t_ns=ready, text=clause.text, filler=clause.filler, synth_ns=synth,
-                          heard_ns=start, end_ns=end)  # fmt: skip
+            self.log.emit(
+                "clause",
+                t_ns=ready,
+                text=clause.text,
+                filler=clause.filler,
+                synth_ns=synth,
+                heard_ns=start,
+                end_ns=end,
+            )
         if self.spoken:
             await self.speaker.drain(end)  # live: the turn lasts until heard, so a barge-in can cut it
             self.log.emit("last_audio_heard", t_ns=end)

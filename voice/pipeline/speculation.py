@@ -73,8 +73,12 @@ class Attempt:
             self._open()
             raise
         self.final_ns = self.context.timeline.clock()
-        self.turn_log.emit("asr_spec_final", attempt=self.number, text=transcript.text,
-                           compute_ms=round(transcript.compute_ms, 1))  # fmt: skip
+        self.turn_log.emit(
+            "asr_spec_final",
+            attempt=self.number,
+            text=transcript.text,
+            compute_ms=round(transcript.compute_ms, 1),
+        )
         if self.basis is None:
             self._tell(transcript)
             self._answer_on(transcript)
@@ -86,8 +90,9 @@ class Attempt:
         return transcript
 
     def _first_words(self, first: Transcript) -> None:
-        self.turn_log.emit("asr_spec_first", attempt=self.number, text=first.text,
-                           compute_ms=round(first.compute_ms, 1))  # fmt: skip
+        self.turn_log.emit(
+            "asr_spec_first", attempt=self.number, text=first.text, compute_ms=round(first.compute_ms, 1)
+        )
         self._tell(first)
         self._answer_on(first, words_final=None if self.context.settings.tts_on_first_words else self.final)
 
@@ -95,8 +100,12 @@ class Attempt:
         for listener in self.heard:
             listener(transcript)
 
-    def _answer_on(self, transcript: Transcript | None, error: Exception | None = None,
-                   words_final: asyncio.Event | None = None) -> None:  # fmt: skip
+    def _answer_on(
+        self,
+        transcript: Transcript | None,
+        error: Exception | None = None,
+        words_final: asyncio.Event | None = None,
+    ) -> None:
         self.basis = transcript
         if self.start is None or self.discarded or self.abandoned:
             return

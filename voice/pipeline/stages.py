@@ -83,8 +83,13 @@ class Stages:
     """ASR, agent and TTS (and the turn model, when there is one), shared by all calls of a run. Each
     model runs one job at a time in a worker thread; waiting for it counts in that stage's time."""
 
-    def __init__(self, transcriber: Transcriber, agent: Agent, synthesizer: Synthesizer,
-                 turn_model: TurnModel | None = None):  # fmt: skip
+    def __init__(
+        self,
+        transcriber: Transcriber,
+        agent: Agent,
+        synthesizer: Synthesizer,
+        turn_model: TurnModel | None = None,
+    ):
         self.transcriber, self.agent, self.synthesizer = transcriber, agent, synthesizer
         self.turn_model = turn_model
         self.asr_lock, self.tts_lock = asyncio.Lock(), asyncio.Lock()

@@ -149,15 +149,27 @@ class TurnTaking:
         stop_ms = ms(detected, stopped, 1)
         log = TurnLog(context.timeline, index)
         log.note(barge_in_stop_ms=stop_ms)
-        log.emit("barge_in", t_ns=detected, speech_start_ns=context.at(start_sample), stopped_ns=stopped,
-                 stop_ms=stop_ms)  # fmt: skip
+        log.emit(
+            "barge_in",
+            t_ns=detected,
+            speech_start_ns=context.at(start_sample),
+            stopped_ns=stopped,
+            stop_ms=stop_ms,
+        )
         if running:
             self.barged.add(index)
             running.cancel()
 
-    async def _run(self, index: int, log: TurnLog, transcription: Transcription, gate: asyncio.Event,
-                   previous: asyncio.Task | None, attempt: Attempt | None = None,
-                   words_final: asyncio.Event | None = None) -> None:  # fmt: skip
+    async def _run(
+        self,
+        index: int,
+        log: TurnLog,
+        transcription: Transcription,
+        gate: asyncio.Event,
+        previous: asyncio.Task | None,
+        attempt: Attempt | None = None,
+        words_final: asyncio.Event | None = None,
+    ) -> None:
         context = self.context
         try:
             if previous:  # the conversation is sequential: this turn's history is the last one's answer

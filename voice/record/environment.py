@@ -49,7 +49,7 @@ def environment(**settings) -> dict:
             "cores": os.cpu_count(),
             "memory_gib": round(memory, 1),
             "cuda_gpus": gpu_count(),
-        },  # fmt: skip
+        },
         "os": platform.platform(),
         "python": platform.python_version(),
         "versions": versions(),

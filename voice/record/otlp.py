@@ -43,8 +43,9 @@ class TraceExporter:
     """A run log mirror (voice/record/runlog.py): `async with TraceExporter(url, run_id) as traces:`, then
     `traces.observe(timeline)` per call. `url` None: the standard environment variables decide."""
 
-    def __init__(self, url: str | None, run_id: str = "run", *, environment: dict | None = None,
-                 timeout_s: float = 5.0):  # fmt: skip
+    def __init__(
+        self, url: str | None, run_id: str = "run", *, environment: dict | None = None, timeout_s: float = 5.0
+    ):
         try:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
             from opentelemetry.sdk.resources import Resource
@@ -59,10 +60,13 @@ class TraceExporter:
             traces_url(url) if url else os.environ.get(ENV_VARS[0]) or traces_url(os.environ[ENV_VARS[1]])
         )
         env = environment or {}
-        resource = Resource.create({
-            "service.name": "ttfat", "ttfat.run": run_id,
-            **{f"ttfat.{k}": str(v) for k, v in env.items() if isinstance(v, str | int | float | bool)},
-        })  # fmt: skip
+        resource = Resource.create(
+            {
+                "service.name": "ttfat",
+                "ttfat.run": run_id,
+                **{f"ttfat.{k}": str(v) for k, v in env.items() if isinstance(v, str | int | float | bool)},
+            }
+        )
         self.exporter = _WarnOnce(OTLPSpanExporter(endpoint=self.url, timeout=timeout_s), self.url)
         self.provider = TracerProvider(resource=resource)
         self.provider.add_span_processor(BatchSpanProcessor(self.exporter, schedule_delay_millis=500))
@@ -79,8 +83,11 @@ class TraceExporter:
 
         await asyncio.to_thread(self.provider.shutdown)  # flushes; bounded by the exporter's timeout
         if self.exporter.lost:
-            print(f"ttfat: OTLP: {self.exporter.lost} spans not delivered to {self.url} "
-                  "(the local run log is complete)", file=sys.stderr)  # fmt: skip
+            print(
+                f"ttfat: OTLP: {self.exporter.lost} spans not delivered to {self.url} "
+                "(the local run log is complete)",
+                file=sys.stderr,
+            )
 
     def observe(self, timeline: Timeline) -> None:
         """Export each turn of this call as a trace once its `turn_done` arrives."""
@@ -153,10 +160,16 @@ class TraceExporter:
         starts = [e for e in answer if e.name == "tool_start"]
         for begin, end in zip(starts, [e for e in answer if e.name == "tool_end"], strict=False):
             tool = begin.data["tool"]
-            span(f"execute_tool {tool}", begin.t_ns, end.t_ns, {
-                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool,
-                "gen_ai.tool.call.arguments": begin.data.get("arguments") or "",
-            })  # fmt: skip
+            span(
+                f"execute_tool {tool}",
+                begin.t_ns,
+                end.t_ns,
+                {
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": tool,
+                    "gen_ai.tool.call.arguments": begin.data.get("arguments") or "",
+                },
+            )
         for e in answer:
             if e.name == "clause" and e.data.get("synth_ns") is not None:
                 attributes = {"ttfat.text": e.data["text"], "ttfat.filler": bool(e.data.get("filler"))}
@@ -167,8 +180,16 @@ class TraceExporter:
             if end is not None:
                 span("playback", heard.t_ns, max(end, heard.t_ns), {"ttfat.barge_in": bool(barge)})
         for e in answer:  # the anchors, as events on the turn's span
-            if e.name in ("t0", "endpoint", "asr_final", "first_answer_token", "first_useful_token",
-                          "first_audio_heard", "first_useful_audio_heard", "barge_in"):  # fmt: skip
+            if e.name in (
+                "t0",
+                "endpoint",
+                "asr_final",
+                "first_answer_token",
+                "first_useful_token",
+                "first_audio_heard",
+                "first_useful_audio_heard",
+                "barge_in",
+            ):
                 root.add_event(e.name, timestamp=at(e.t_ns))
         # fast replay places audio when it is queued, so the answer may be heard after the turn's task ended
         root.end(end_time=at(max(ends)))
@@ -184,9 +205,12 @@ class TraceExporter:
             if final is None:
                 continue  # dropped before it reached the model
             attributes = {
-                "ttfat.attempt": n, "ttfat.speculative": True, "ttfat.kept": n in kept,
-                "ttfat.text": final.data.get("text", ""), "ttfat.audio_s": begin.data.get("audio_s"),
-            }  # fmt: skip
+                "ttfat.attempt": n,
+                "ttfat.speculative": True,
+                "ttfat.kept": n in kept,
+                "ttfat.text": final.data.get("text", ""),
+                "ttfat.audio_s": begin.data.get("audio_s"),
+            }
             if n in discarded:
                 attributes["ttfat.discarded"] = discarded[n]
             span("asr", begin.t_ns, final.t_ns, attributes)
@@ -203,13 +227,16 @@ class TraceExporter:
         d, url = e.data, urlsplit(e.data.get("endpoint") or "")
         request = d["request_ns"]
         attributes = {
-            "gen_ai.operation.name": "chat", "gen_ai.provider.name": "ttfat",
-            "gen_ai.request.model": d.get("model") or "", "server.address": url.hostname or "",
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": "ttfat",
+            "gen_ai.request.model": d.get("model") or "",
+            "server.address": url.hostname or "",
             "gen_ai.response.finish_reasons": ["tool_calls" if d.get("tools") else "stop"],
-            "ttfat.round": d.get("round"), "ttfat.answered": bool(d.get("answered")),
+            "ttfat.round": d.get("round"),
+            "ttfat.answered": bool(d.get("answered")),
             **{f"ttfat.{k}": d.get(k) for k in ("first_token_ms", "first_content_ms", "http_overhead_ms")},
             **{f"ttfat.server.{k}": v for k, v in (d.get("server") or {}).items()},
-        }  # fmt: skip
+        }
         if url.port:
             attributes["server.port"] = url.port
         attributes = {k: v for k, v in attributes.items() if v is not None}
@@ -227,14 +254,25 @@ def _root():
 
 
 def _turn_attributes(record: dict) -> dict:
-    keys = ("ttfat_ms", "first_useful_audio_ms", "endpoint_ms", "asr_ms", "first_audio_ms", "complete_ms",
-            "llm_share", "llm_wait_ms")  # fmt: skip
+    keys = (
+        "ttfat_ms",
+        "first_useful_audio_ms",
+        "endpoint_ms",
+        "asr_ms",
+        "first_audio_ms",
+        "complete_ms",
+        "llm_share",
+        "llm_wait_ms",
+    )
     attributes = {
-        "ttfat.call": record["call"], "ttfat.turn": record["turn"], "ttfat.status": record["status"],
-        "ttfat.transcript": record.get("transcript") or "", "ttfat.answer": record.get("answer") or "",
+        "ttfat.call": record["call"],
+        "ttfat.turn": record["turn"],
+        "ttfat.status": record["status"],
+        "ttfat.transcript": record.get("transcript") or "",
+        "ttfat.answer": record.get("answer") or "",
         "ttfat.speculative": bool(record.get("speculative")),
         **{f"ttfat.{k}": record[k] for k in keys if record.get(k) is not None},
-    }  # fmt: skip
+    }
     if record.get("error"):
         attributes["ttfat.error"] = record["error"]
     return attributes
@@ -266,8 +304,11 @@ class _WarnOnce:
             self.lost += len(spans)
             if not self.warned:
                 self.warned = True
-                print(f"ttfat: warning: OTLP collector {self.url} not reachable; traces are lost, the run "
-                      "goes on and its local log is complete", file=sys.stderr)  # fmt: skip
+                print(
+                    f"ttfat: warning: OTLP collector {self.url} not reachable; traces are lost, the run "
+                    "goes on and its local log is complete",
+                    file=sys.stderr,
+                )
         return result
 
     def shutdown(self) -> None:

@@ -131,8 +131,9 @@ def check_run_dir(out: Path, resume: bool = False, force: bool = False) -> None:
     if out.exists() and not out.is_dir():
         raise RunDirError(f"{out}: not a directory")
     if holds_run(out) and not (resume or force):
-        raise RunDirError(f"{out} holds a run already: --resume to finish it, --force to replace it, "
-                          "or another --out")  # fmt: skip
+        raise RunDirError(
+            f"{out} holds a run already: --resume to finish it, --force to replace it, or another --out"
+        )
     existing = next(p for p in (out, *out.parents) if p.exists())  # "." at worst
     if not existing.is_dir():
         raise RunDirError(f"{out}: {existing} is not a directory")

@@ -61,8 +61,10 @@ class CallAudio:
 
     def stopped(self, at_ns: int) -> None:
         """Playback was cut at `at_ns`: nothing queued is heard after it."""
-        self.pieces = [(start, samples[: max(0, (at_ns - start) * rate // 1_000_000_000)], rate)
-                       for start, samples, rate in self.pieces]  # fmt: skip
+        self.pieces = [
+            (start, samples[: max(0, (at_ns - start) * rate // 1_000_000_000)], rate)
+            for start, samples, rate in self.pieces
+        ]
 
     def clips(self, spans: list[tuple[int, int]]) -> Iterator[np.ndarray]:
         """(samples, 2) float32 for each (start_ns, end_ns): the caller left, the agent right."""
@@ -174,9 +176,14 @@ def write_turns(folder: Path, timeline: Timeline, audio: CallAudio) -> list[dict
             continue
         name = file_name(timeline.call, turn)
         (folder / name).write_bytes(encode(clip))
-        rows.append({
-            "call": timeline.call, "turn": turn, "file": f"{folder.name}/{name}",
-            "start_ms": ms(t0, start), "seconds": round(len(clip) / RATE, 3),
-            "outline": outline(clip),
-        })  # fmt: skip
+        rows.append(
+            {
+                "call": timeline.call,
+                "turn": turn,
+                "file": f"{folder.name}/{name}",
+                "start_ms": ms(t0, start),
+                "seconds": round(len(clip) / RATE, 3),
+                "outline": outline(clip),
+            }
+        )
     return rows

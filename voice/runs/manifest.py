@@ -50,10 +50,16 @@ def skeleton_line(call: CallInput, base: Path, transcribe) -> dict:
     except AudioError as e:
         return {**line, "error": str(e), "turns": []}
     line["turns"] = [
-        {"turn": i, "text": transcribe(turn.audio), "speech_start_s": round(turn.start / RATE, 3),
-         "speech_end_s": round(turn.end / RATE, 3), "expected_tools": [], "facts": []}
+        {
+            "turn": i,
+            "text": transcribe(turn.audio),
+            "speech_start_s": round(turn.start / RATE, 3),
+            "speech_end_s": round(turn.end / RATE, 3),
+            "expected_tools": [],
+            "facts": [],
+        }
         for i, turn in enumerate(detected_turns(audio.samples))
-    ]  # fmt: skip
+    ]
     return line
 
 

@@ -141,8 +141,11 @@ async def _replay_call(call: CallInput, stages: Stages, settings: Settings, log:
     refs = References(call.reference)
     annotate = refs.annotate
     if audio.cut_short:
-        print(f"ttfat: {call.path}: the file breaks off after {audio.seconds:.1f} s ({audio.cut_short}); "
-              "replaying what comes before", file=sys.stderr)  # fmt: skip
+        print(
+            f"ttfat: {call.path}: the file breaks off after {audio.seconds:.1f} s ({audio.cut_short}); "
+            "replaying what comes before",
+            file=sys.stderr,
+        )
         annotate = lambda turn: {**refs.annotate(turn), "file_cut_short": audio.cut_short}  # noqa: E731
     runner = Call(call.name, audio.samples, stages, settings, annotate=annotate)
     log.watch(runner.timeline)
@@ -261,8 +264,9 @@ async def _run(
     return summary
 
 
-async def run_ab(calls: list[CallInput], arms: list[tuple[str, Stages, dict]], settings: Settings,
-                 out: Path) -> list[dict]:  # fmt: skip
+async def run_ab(
+    calls: list[CallInput], arms: list[tuple[str, Stages, dict]], settings: Settings, out: Path
+) -> list[dict]:
     """An A/B run: every call replayed against each arm (label, stages, environment) in turn, the order
     reversed from one call to the next (A B, B A, ...) so that drift of the machine hits every arm alike;
     each arm gets its own run directory ``out/<label>`` and summary. Returns the summaries."""

@@ -33,8 +33,11 @@ def console(timeline: Timeline, out=sys.stdout):
         elif event.name == "turn_done":
             record = timeline.turns[event.turn]
             ms = record.ms()
-            shown = [f"{a.label} {'-' if ms[a.metric] is None else f'{ms[a.metric]:.0f} ms'}"
-                     for a in ANCHORS if a.console]  # fmt: skip
+            shown = [
+                f"{a.label} {'-' if ms[a.metric] is None else f'{ms[a.metric]:.0f} ms'}"
+                for a in ANCHORS
+                if a.console
+            ]
             print(f"agent:  {record.answer or '(' + (record.error or record.status) + ')'}", file=out)
             print(f"  {' · '.join(shown)}  [{record.status}]", file=out, flush=True)
 

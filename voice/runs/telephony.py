@@ -112,8 +112,9 @@ class Twilio:
 
     def _event(self, event: str, **body) -> str:
         self.sequence += 1
-        return json.dumps({"event": event, "sequenceNumber": str(self.sequence), "streamSid": self.stream_sid,
-                           **body})  # fmt: skip
+        return json.dumps(
+            {"event": event, "sequenceNumber": str(self.sequence), "streamSid": self.stream_sid, **body}
+        )
 
     # the caller's side (a phone provider)
     def opening(self) -> list[str]:

@@ -57,7 +57,7 @@ ANCHORS: tuple[Anchor, ...] = (
         stage=("llm_stage_ms", "LLM to first answer token"),
         console=True,
         waits="LLM and tools",
-    ),  # fmt: skip
+    ),
     Anchor(
         "first_useful_token",
         "first_useful_token_ms",
@@ -65,7 +65,7 @@ ANCHORS: tuple[Anchor, ...] = (
         ("first_answer_token",),
         stage=("lead_in_stage_ms", "to first useful token"),
         waits="lead-in words",
-    ),  # fmt: skip
+    ),
     Anchor("llm_done", "llm_done_ms", "LLM done", ("first_useful_token",), reported=False),
     Anchor("tts_first_audio", "tts_first_audio_ms", "TTS first audio", ("first_answer_token",), waits="TTS"),
     Anchor(
@@ -80,7 +80,7 @@ ANCHORS: tuple[Anchor, ...] = (
         console=True,
         waits="playback",
         outside=True,
-    ),  # fmt: skip
+    ),
     Anchor(
         "last_audio_heard",
         "complete_ms",
@@ -88,7 +88,7 @@ ANCHORS: tuple[Anchor, ...] = (
         ("first_useful_audio_heard",),
         stage=("playing_stage_ms", "answer playing"),
         outside=True,
-    ),  # fmt: skip
+    ),
 )
 BY_NAME = {a.name: a for a in ANCHORS}
 METRICS = {a.name: a.metric for a in ANCHORS if a.metric}  # anchor -> metric key

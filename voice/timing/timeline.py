@@ -196,9 +196,14 @@ class TurnRecord:
         """Each clause spoken, in ms from t0: synthesis started (`synth_ms`), its audio ready
         (`ready_ms`), heard from `heard_ms` to `end_ms` (as planned: a barge-in may have cut it)."""
         times = ("synth", "ready", "heard", "end")
-        return [{"text": c.get("text", ""), "filler": bool(c.get("filler")),
-                 **{f"{k}_ms": self._ms_of(c.get(f"{k}_ns")) for k in times}}
-                for c in self.clauses]  # fmt: skip
+        return [
+            {
+                "text": c.get("text", ""),
+                "filler": bool(c.get("filler")),
+                **{f"{k}_ms": self._ms_of(c.get(f"{k}_ns")) for k in times},
+            }
+            for c in self.clauses
+        ]
 
     def to_dict(self) -> dict:
         if self.status not in STATUSES:

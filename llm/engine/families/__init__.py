@@ -6,5 +6,11 @@ cuts a fused tensor into the pieces `names` asks for."""
 
 from llm.engine.families import dream, fast_dllm_v2, llada, llada2, own, sdar
 
-FAMILIES = {"llada": llada, "dream": dream, "sdar": sdar, "fast_dllm_qwen": fast_dllm_v2,
-            "llada2_moe": llada2, "ttfat": own}  # fmt: skip
+FAMILIES = {
+    "llada": llada,
+    "dream": dream,
+    "sdar": sdar,
+    "fast_dllm_qwen": fast_dllm_v2,
+    "llada2_moe": llada2,
+    "ttfat": own,
+}

@@ -42,7 +42,7 @@ def config(c: dict) -> ModelConfig:
                 "threshold": 0.9,
                 "cache": "block",
             }
-        },  # fmt: skip
+        },
     )
 
 

@@ -62,21 +62,31 @@ def split(tensors: dict, cfg: ModelConfig) -> None:
             continue  # reported as missing with the others
         file, fused = tensors.pop(name)
         if fused.shape[0] != q + 2 * kv:
-            raise CheckpointError(f"{file}: tensor {name!r} has {fused.shape[0]} rows, config.json implies "
-                                  f"{q + 2 * kv} (query, key and value heads of {cfg.head_dim})")  # fmt: skip
+            raise CheckpointError(
+                f"{file}: tensor {name!r} has {fused.shape[0]} rows, config.json implies "
+                f"{q + 2 * kv} (query, key and value heads of {cfg.head_dim})"
+            )
         for part, rows in zip("qkv", fused.split([q, kv, kv]), strict=True):
             tensors[f"{name}[{part}]"] = (file, rows)
 
 
-ATTENTION = {"q_proj": "query_key_value.weight[q]", "k_proj": "query_key_value.weight[k]",
-             "v_proj": "query_key_value.weight[v]", "o_proj": "dense.weight",
-             "q_norm": "query_layernorm.weight", "k_norm": "key_layernorm.weight"}  # fmt: skip
+ATTENTION = {
+    "q_proj": "query_key_value.weight[q]",
+    "k_proj": "query_key_value.weight[k]",
+    "v_proj": "query_key_value.weight[v]",
+    "o_proj": "dense.weight",
+    "q_norm": "query_layernorm.weight",
+    "k_norm": "key_layernorm.weight",
+}
 
 
 def names(cfg: ModelConfig, model) -> dict[str, str]:
     embedding = "model.word_embeddings.weight"
-    ours = {"embed_tokens.weight": embedding, "norm.weight": "model.norm.weight",
-            "lm_head.weight": embedding if cfg.tie_embeddings else "lm_head.weight"}  # fmt: skip
+    ours = {
+        "embed_tokens.weight": embedding,
+        "norm.weight": "model.norm.weight",
+        "lm_head.weight": embedding if cfg.tie_embeddings else "lm_head.weight",
+    }
     for name in model.state_dict():
         if name.startswith("layers."):
             i, rest = name.split(".", 2)[1:]

@@ -44,8 +44,15 @@ class CacheBatch:
 
 
 class Attention(nn.Module):
-    def __init__(self, hidden: int, num_heads: int, num_kv_heads: int, qkv_bias: bool, head_dim: int = 0,
-                 qk_norm_eps: float | None = None):  # fmt: skip
+    def __init__(
+        self,
+        hidden: int,
+        num_heads: int,
+        num_kv_heads: int,
+        qkv_bias: bool,
+        head_dim: int = 0,
+        qk_norm_eps: float | None = None,
+    ):
         """`qk_norm_eps`: an RMSNorm over each query and key head before the rotation (Qwen3, SDAR)."""
         super().__init__()
         self.num_heads, self.num_kv_heads = num_heads, num_kv_heads

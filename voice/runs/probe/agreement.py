@@ -14,10 +14,22 @@ def joined(probe: list[dict], agent: list[dict], metric: str = "first_useful_aud
     for p in probe:
         if p.get(metric) is None or p.get("speech_end_s") is None:
             continue
-        same = [a for a in agent if a["call"] == p["call"] and a.get(metric) is not None
-                and abs(a.get("speech_end_s", -1e9) - p["speech_end_s"]) <= JOIN_S]  # fmt: skip
+        same = [
+            a
+            for a in agent
+            if a["call"] == p["call"]
+            and a.get(metric) is not None
+            and abs(a.get("speech_end_s", -1e9) - p["speech_end_s"]) <= JOIN_S
+        ]
         if same:
             a = min(same, key=lambda a: abs(a["speech_end_s"] - p["speech_end_s"]))
-            rows.append({"call": p["call"], "turn": p["turn"], "probe_ms": p[metric], "agent_ms": a[metric],
-                         "difference_ms": round(p[metric] - a[metric], 1)})  # fmt: skip
+            rows.append(
+                {
+                    "call": p["call"],
+                    "turn": p["turn"],
+                    "probe_ms": p[metric],
+                    "agent_ms": a[metric],
+                    "difference_ms": round(p[metric] - a[metric], 1),
+                }
+            )
     return rows

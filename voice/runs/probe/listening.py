@@ -129,8 +129,12 @@ async def write_turns(
     end = (session.ended_ns - session.origin_ns) // NS
     for k, turn in enumerate(turns):
         log = TurnLog(timeline, k)
-        log.note(measured_from="outside", speech_start_s=round(turn.start / RATE, 3),
-                 speech_end_s=round(turn.end / RATE, 3), **references.annotate(turn))  # fmt: skip
+        log.note(
+            measured_from="outside",
+            speech_start_s=round(turn.start / RATE, 3),
+            speech_end_s=round(turn.end / RATE, 3),
+            **references.annotate(turn),
+        )
         t0, start = turn.end // FRAME, turn.start // FRAME
         hi = turns[k + 1].end // FRAME if k + 1 < len(turns) else end
         if start >= end:
@@ -140,14 +144,24 @@ async def write_turns(
         log.emit("t0", at(t0))
         if k and heard.loud[start : start + 1].any():
             stop = heard.silence(start, end)
-            log.note(barge_in={"agent_stopped": stop is not None and stop < t0,
-                               "stop_ms": None if stop is None else (stop - start) * 10})  # fmt: skip
+            log.note(
+                barge_in={
+                    "agent_stopped": stop is not None and stop < t0,
+                    "stop_ms": None if stop is None else (stop - start) * 10,
+                }
+            )
         answer = await _answer(heard, t0, min(hi, end), listener)
         for anchor, frame in sorted(answer.anchors.items(), key=lambda a: a[1]):
             log.emit(anchor, at(frame))
         for clause in answer.clauses:
-            log.emit("clause", at(clause["heard"]), text=clause["text"], filler=clause["filler"],
-                     heard_ns=at(clause["heard"]), end_ns=at(clause["end"]))  # fmt: skip
+            log.emit(
+                "clause",
+                at(clause["heard"]),
+                text=clause["text"],
+                filler=clause["filler"],
+                heard_ns=at(clause["heard"]),
+                end_ns=at(clause["end"]),
+            )
         log.answered(answer.text, [], answered_by="agent")
         if session.failure and hi > end:
             log.set_status("error", session.failure)

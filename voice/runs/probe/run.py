@@ -47,9 +47,14 @@ async def probe_call(c: CallInput, line: Line, listener: Listener, vad: VadConfi
         log.write_records(failed_records(c.name, str(e), "error", c.reference or []))
         log.call_done(c.name)
         return
-    session = await call(line.url, audio.samples, protocol(line.protocol, line.rate, c.name),
-                         delay_ms=line.playout_delay_ms, linger_s=line.linger_s,
-                         max_wait_s=line.max_wait_s)  # fmt: skip
+    session = await call(
+        line.url,
+        audio.samples,
+        protocol(line.protocol, line.rate, c.name),
+        delay_ms=line.playout_delay_ms,
+        linger_s=line.linger_s,
+        max_wait_s=line.max_wait_s,
+    )
     timeline = Timeline(c.name)
     log.watch(timeline)
     timeline.emit(-1, "call_start", session.origin_ns, url=line.url, protocol=line.protocol)

@@ -50,8 +50,14 @@ async def connect(url: str, timeout_s: float = 10.0):
     from websockets.exceptions import InvalidHandshake, InvalidURI
 
     try:
-        return await ws_connect(url, open_timeout=timeout_s, max_size=MAX_MESSAGE, compression=None,
-                                proxy=None, ping_interval=None)  # fmt: skip
+        return await ws_connect(
+            url,
+            open_timeout=timeout_s,
+            max_size=MAX_MESSAGE,
+            compression=None,
+            proxy=None,
+            ping_interval=None,
+        )
     except InvalidURI as e:
         raise ProbeConnectError(f"{url}: not a WebSocket URL ({e})") from None
     except InvalidHandshake as e:
