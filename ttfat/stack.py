@@ -21,7 +21,7 @@ def add_agent_arg(p: argparse.ArgumentParser) -> None:
         "--agent",
         metavar="FILE",
         help="the agent file: system prompt, tools and their backends, fillers, model, decoding extras "
-        "(default: the bundled Northwind agent, llm/support/agent.toml; see README)",
+        "(default: the bundled Northwind agent, llm/support/agent.toml; see docs/agent-files.md)",
     )
 
 
