@@ -53,10 +53,24 @@ class Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="ttfat",
-        description="Measure how long a caller waits for a useful answer from a voice agent built on a "
-        "local diffusion LLM, and how much of that wait is the model. Start with: ttfat replay recordings/",
+        description="Measure how long a caller waits for a useful answer from a voice agent built on\n"
+        "a local diffusion LLM, and how much of that wait is the model.",
+        epilog="start here:\n"
+        "  ttfat replay recordings/ --out runs/mine  # the sample calls, then the report\n"
+        "  ttfat report runs/mine --html page.html   # the page: every turn, its audio\n"
+        "  ttfat probe ws://HOST/PATH recordings/    # any voice agent, from outside\n"
+        "\n"
+        "the commands by task:\n"
+        "  our voice pipeline        replay, report, compare, manifest, talk, collect\n"
+        "  any agent, from outside   probe, serve-agent\n"
+        "  the LLM alone             serve, ask, generate, bench-llm, eval-llm, train\n"
+        "\n"
+        "ttfat COMMAND --help shows a command's options and examples. More in docs/:\n"
+        "commands.md (every command), agent-files.md (your own agent), probe.md (an\n"
+        "agent from outside), timing.md (what is measured, from when).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
     for command in COMMANDS:
         command.add_parser(sub)
     return parser

@@ -12,10 +12,20 @@ from ttfat.stack import add_agent_arg
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "ask",
-        help="one text turn through the agent (its tool calls, then the answer)",
-        description="Send one caller sentence through the agent loop, the engine in-process: the model "
-        "may call the agent's tools (the bundled agent's: lookup_order / check_stock against the store "
-        "database), then answers. Example: ttfat ask 'where is my order four two one seven'",
+        help="one caller turn through the agent: tools, answer, times",
+        description="Send one caller sentence through the agent loop, the engine in-process: the\n"
+        "model may call the agent's tools (the bundled agent's: lookup_order /\n"
+        "check_stock against the store database), then answers. Prints the tool calls,\n"
+        "the answer, and first token / first answer token / done times. The agent\n"
+        "file's [decoding] applies under the decoding knobs given.",
+        epilog="examples:\n"
+        "  ttfat ask 'where is my order four two one seven'\n"
+        "  ttfat ask 'where is my order four two one seven' --json --threshold 0.9\n"
+        "\n"
+        "see also:\n"
+        "  docs/commands.md: ttfat ask\n"
+        "  docs/agent-files.md: the agent file",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("text", help="what the caller said")
     add_agent_arg(p)

@@ -13,15 +13,22 @@ def add_parser(sub) -> None:
 
     p = sub.add_parser(
         "collect",
-        help="gather the events and turns that replay/talk workers publish over MQTT into one run",
-        description="Subscribe to a broker and write one run directory (events.jsonl, turns.jsonl, "
-        "summary.json) from every worker that runs with --mqtt, for `ttfat report`. Start it before the "
-        "workers, and give them the same --mqtt-run. It ends when every worker it heard from has sent "
-        "its end message (use --workers N when workers start at different times), after --idle-timeout "
-        "seconds without a message, or on Ctrl-C, and always writes a complete directory. Messages that "
-        "never arrived (a broker outage) are counted per call as mqtt_gaps in summary.json. Example: "
-        "ttfat collect --mqtt broker.lan --out runs/fleet --run fleet & "
-        "ttfat replay calls/ --mqtt broker.lan --mqtt-run fleet",
+        help="one run directory from the events of --mqtt workers",
+        description="Subscribe to a broker and write one run directory (events.jsonl, turns.jsonl,\n"
+        "summary.json) from every worker that runs with --mqtt, for `ttfat report`.\n"
+        "Start it before the workers, and give them the same --mqtt-run. It ends when\n"
+        "every worker it heard from has sent its end message (use --workers N when\n"
+        "workers start at different times), after --idle-timeout seconds without a\n"
+        "message, or on Ctrl-C, and always writes a complete directory. Messages that\n"
+        "never arrived (a broker outage) are counted per call as mqtt_gaps in\n"
+        "summary.json.",
+        epilog="examples:\n"
+        "  ttfat collect --mqtt broker.lan --out runs/fleet --run fleet\n"
+        "  ttfat replay calls/ --mqtt broker.lan --mqtt-run fleet  # on each worker\n"
+        "\n"
+        "see also:\n"
+        "  docs/commands.md: ttfat collect, live events and traces",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--mqtt", required=True, metavar="HOST[:PORT]", help="the broker (port 1883 by default)")
     p.add_argument("--out", required=True, help="run directory to write")

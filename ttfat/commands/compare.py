@@ -8,11 +8,18 @@ import argparse
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "compare",
-        help="two runs side by side with ratios (e.g. diffusion vs autoregressive twin)",
-        description="Latency percentiles, stages and the LLM's share of the wait of two runs, with B/A "
-        "ratios (below 1: B is faster), and quality beside them. "
-        "Example: ttfat replay recordings/ --llm-model bundled-ar --out runs/ar; "
-        "ttfat compare runs/demo runs/ar",
+        help="two runs side by side, with B/A ratios",
+        description="Latency percentiles, stages and the LLM's share of the wait of two runs, with\n"
+        "B/A ratios (below 1: B is faster), and quality beside them. Either run may be\n"
+        "a probe run.",
+        epilog="examples:\n"
+        "  # the autoregressive twin\n"
+        "  ttfat replay recordings/ --llm-model bundled-ar --out runs/ar\n"
+        "  ttfat compare runs/demo runs/ar --html compare.html\n"
+        "\n"
+        "see also:\n"
+        "  docs/commands.md: ttfat compare",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("a", metavar="DIR_A")
     p.add_argument("b", metavar="DIR_B")

@@ -12,9 +12,22 @@ from ttfat.decoding import add_decoding_args, add_model_args, decoding_knobs
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "generate",
-        help="decode one prompt with the diffusion engine",
-        description="Decode one prompt and stream the committed prefix as it becomes final. "
-        "Example: ttfat generate --prompt 'where is my order 4217' --threshold 0.9",
+        help="decode one prompt, streaming the committed prefix",
+        description="Decode one prompt and stream the committed prefix as it becomes final. --model\n"
+        "takes bundled, bundled-ar or a checkpoint directory in the layout of LLaDA,\n"
+        "Dream, SDAR, Fast-dLLM v2, LLaDA2.0 or ttfat, decoded as the family's own\n"
+        "reference decodes, with the defaults of its model card. The decoding knobs are\n"
+        "the same for ask, replay, talk, serve-agent and bench-llm.",
+        epilog="examples:\n"
+        "  ttfat generate --prompt 'where is my order 4217'\n"
+        "  # --json: token ids and commit times\n"
+        "  ttfat generate --prompt 'where is my order 4217' --threshold 0.9 --json\n"
+        "  # DIR: a checkpoint of one of those families\n"
+        "  ttfat generate --model DIR --prompt 'Hello'\n"
+        "\n"
+        "see also:\n"
+        "  docs/commands.md: the model families and the decoding knobs",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_model_args(p)
     p.add_argument("--prompt", help="user message (wrapped in the model's chat template unless --raw)")

@@ -9,12 +9,20 @@ import sys
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "manifest",
-        help="write a manifest skeleton for a folder of recordings (turns found, their transcripts)",
-        description="Find the caller's turns in every recording of a folder (the replay's own turn "
-        "detector) and transcribe them, and write DIR/manifest.jsonl: one line per call, one entry per "
-        "turn with its text and times, and empty expected_tools and facts for you to fill in (tool name "
-        'and the arguments that matter; facts as strings or {"regex": ...}). Correct the texts: they '
-        "are the reference for the word error rate. Example: ttfat manifest my-calls/",
+        help="a manifest skeleton for a folder of recordings, to fill in",
+        description="Find the caller's turns in every recording of a folder (the replay's own turn\n"
+        "detector) and transcribe them, and write FOLDER/manifest.jsonl: one line per\n"
+        "call, one entry per turn with its text and times, and empty expected_tools and\n"
+        "facts for you to fill in (tool name and the arguments that matter; facts as\n"
+        'strings or {"regex": ...}). Correct the texts: they are the reference for the\n'
+        "word error rate.",
+        epilog="examples:\n"
+        "  ttfat manifest my-calls/  # writes my-calls/manifest.jsonl\n"
+        "  ttfat replay my-calls/    # once it is filled in: quality beside latency\n"
+        "\n"
+        "see also:\n"
+        "  docs/agent-files.md: the manifest format, expected_tools and facts",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("folder", help="a folder of recordings (WAV FLAC MP3 OGG)")
     p.add_argument("--out", help="where to write it (default FOLDER/manifest.jsonl)")

@@ -16,16 +16,26 @@ def add_parser(sub) -> None:
     line = Line("")
     p = sub.add_parser(
         "probe",
-        help="measure any voice agent from outside: call it with recordings over a media-stream WebSocket",
-        description="Replay call recordings (files, folders, manifests, as for replay) into a voice agent at "
-        "the caller's real pace, over a Twilio media stream (or raw PCM), and record what a caller hears: "
-        "the agent's audio played out as a phone plays it, transcribed, its first useful words found by "
-        "the same filler rule as ours. Each turn's record holds first audio heard, first useful audio "
-        "heard and complete answer heard from t0 (the end of the caller's speech in the audio sent), the "
-        "agent's words beside the reference, and whether it stopped when the caller barged in. What only "
-        "the agent sees (ASR, LLM, TTFAT) is left out of the records and the report. A turn the agent "
-        "never answers counts as never answered; a call the agent ends leaves its remaining turns failed. "
-        "Example: ttfat serve-agent --out runs/agent & ttfat probe ws://127.0.0.1:8765/ recordings/",
+        help="measure any voice agent from outside, as a caller hears it",
+        description="Replay call recordings (files, folders, manifests, as for replay) into a voice\n"
+        "agent at the caller's real pace, over a Twilio media stream (or raw PCM), and\n"
+        "record what a caller hears: the agent's audio played out as a phone plays it,\n"
+        "transcribed, its first useful words found by the same filler rule as ours.\n"
+        "Each turn's record holds first audio heard, first useful audio heard and\n"
+        "complete answer heard from t0 (the end of the caller's speech in the audio\n"
+        "sent), the agent's words beside the reference, and whether it stopped when the\n"
+        "caller barged in. What only the agent sees (ASR, LLM, TTFAT) is left out of\n"
+        "the records and the report. A turn the agent never answers counts as never\n"
+        "answered; a call the agent ends leaves its remaining turns failed.",
+        epilog="examples:\n"
+        "  # our own agent, served by ttfat serve-agent\n"
+        "  ttfat probe ws://127.0.0.1:8765/ recordings/ --out runs/probe\n"
+        '  ttfat probe wss://agent.example/media my-calls/ --filler "let me look that up"\n'
+        "  ttfat compare runs/demo runs/probe\n"
+        "\n"
+        "see also:\n"
+        "  docs/probe.md: what it measures, the wire, how it was checked",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("url", help="the agent's WebSocket URL (ws:// or wss://)")
     p.add_argument("paths", nargs="+", metavar="PATH", help="audio files, folders or manifest.jsonl files")

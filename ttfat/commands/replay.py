@@ -21,12 +21,23 @@ def add_parser(sub) -> None:
 
     p = sub.add_parser(
         "replay",
-        help="replay call recordings through the voice pipeline and report TTFAT",
-        description="Replay recordings (files, folders, manifests; WAV FLAC MP3 OGG, any rate, mono or "
-        "stereo) through turn detection, ASR, the agent on the LLM server, TTS and a simulated speaker, and "
-        "write turns.jsonl, events.jsonl and summary.json. A file that cannot be read, a turn the detector "
-        "missed or a call with no speech is recorded as a failed turn; the run goes on. "
-        "Example: ttfat replay recordings/ --mode fast",
+        help="replay recordings through the pipeline; print the report",
+        description="Replay recordings (files, folders, manifests; WAV FLAC MP3 OGG, any rate, mono\n"
+        "or stereo) through turn detection, ASR, the agent on the LLM server, TTS and a\n"
+        "simulated speaker, write the run directory (turns.jsonl, events.jsonl,\n"
+        "summary.json, each turn's audio) and print the report. Without --llm-url it\n"
+        "starts our LLM server on a free port. A file that cannot be read, a turn the\n"
+        "detector missed or a call with no speech is recorded as a failed turn; the run\n"
+        "goes on.",
+        epilog="examples:\n"
+        "  ttfat replay recordings/  # real time: the bundled agent and model\n"
+        "  ttfat replay recordings/ --mode fast --out runs/fast --html fast.html\n"
+        "  ttfat replay my-calls/ --agent agent.toml --llm-url http://localhost:30000/v1\n"
+        "\n"
+        "see also:\n"
+        "  docs/commands.md: every option of ttfat replay, the run directory\n"
+        "  docs/agent-files.md: your own agent, endpoint and manifest",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="audio files, folders or manifest.jsonl files")
     add_mode_args(p)

@@ -10,11 +10,19 @@ import sys
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "report",
-        help="TTFAT and first-useful-audio percentiles, where the wait went, quality, environment of a run",
-        description="Print the report of a run directory (failed turns count as never answered): latency "
-        "from the end of the caller's speech, the stages of the wait and the LLM's share of it, quality "
-        "against the manifest, and where it was measured. "
-        "Example: ttfat report runs/replay-... --html report.html",
+        help="the report of a run directory (--html: one offline page)",
+        description="Print the report of a run directory (failed turns count as never answered):\n"
+        "latency from the end of the caller's speech, the stages of the wait and the\n"
+        "LLM's share of it, quality against the manifest, and where it was measured.",
+        epilog="examples:\n"
+        "  ttfat report runs/demo\n"
+        "  ttfat report runs/demo --html report.html  # an offline page of every turn\n"
+        "  ttfat report runs/demo --json\n"
+        "\n"
+        "see also:\n"
+        "  docs/commands.md: ttfat report, the run directory's files\n"
+        "  docs/timing.md: what each figure means, from when it counts",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("run", help="run directory (from ttfat replay, talk or collect)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")

@@ -19,13 +19,21 @@ from voice.pipeline.settings import SettingsError
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "serve-agent",
-        help="serve the voice agent on a Twilio-compatible media-stream WebSocket",
-        description="Answer calls on a WebSocket that speaks Twilio Media Streams (μ-law at 8 kHz): each "
-        "connection is a call through the same pipeline as talk, with its records in --out (one per turn, "
-        "on the agent's own clock; the summary when the server stops: Ctrl-C). The first line printed is "
-        "the ws:// URL served. A phone provider can stream a call to it (behind a public wss:// proxy), and "
-        "ttfat probe can measure it from outside. Example: ttfat serve-agent --out runs/agent, then "
-        "ttfat probe ws://127.0.0.1:8765/ recordings/",
+        help="our voice agent on a Twilio-compatible WebSocket",
+        description="Answer calls on a WebSocket that speaks Twilio Media Streams (μ-law at 8 kHz):\n"
+        "each connection is a call through the same pipeline as talk, with its records\n"
+        "in --out (one per turn, on the agent's own clock; the summary when the server\n"
+        "stops: Ctrl-C or SIGTERM). The first line printed is the ws:// URL served. A\n"
+        "phone provider can stream a call to it (behind a public wss:// proxy), and\n"
+        "ttfat probe can measure it from outside.",
+        epilog="examples:\n"
+        "  ttfat serve-agent --out runs/agent                 # prints its ws:// URL\n"
+        "  ttfat probe ws://127.0.0.1:8765/ recordings/       # from another shell\n"
+        "  ttfat serve-agent --port 0 --llm-model bundled-ar  # free port, AR twin\n"
+        "\n"
+        "see also:\n"
+        "  docs/probe.md: serve-agent, and measuring an agent from outside",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback only)")
     p.add_argument("--port", type=int, default=8765, help="port (0: a free one; default %(default)s)")

@@ -20,11 +20,20 @@ def add_parser(sub) -> None:
 
     p = sub.add_parser(
         "talk",
-        help="talk to the local voice agent through microphone and speaker",
-        description="Live conversation: microphone -> turns -> ASR -> agent -> TTS -> speaker, with the same "
-        "run directory and report as replay. Speaking while the agent talks interrupts it (barge-in). "
-        "Use headphones: there is no echo cancellation, so the agent would interrupt itself. Ctrl-C ends "
-        "the session and writes the report. Example: ttfat talk --list-devices; ttfat talk --input-device 2",
+        help="talk to the agent through microphone and speaker",
+        description="Live conversation: microphone -> turns -> ASR -> agent -> TTS -> speaker, with\n"
+        "the same run directory and report as replay. Speaking while the agent talks\n"
+        "interrupts it (barge-in). Use headphones: there is no echo cancellation, so\n"
+        "the agent would interrupt itself. Ctrl-C ends the session and writes the\n"
+        "report.",
+        epilog="examples:\n"
+        "  ttfat talk --list-devices\n"
+        "  ttfat talk --input-device 2 --output-device 3\n"
+        "  ttfat talk --seconds 120 --out runs/talk1\n"
+        "\n"
+        "see also:\n"
+        "  docs/commands.md: ttfat talk",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--list-devices", action="store_true", help="list audio devices and exit")
     p.add_argument("--input-device", help="microphone: index or name (default: the system default)")

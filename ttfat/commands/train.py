@@ -6,8 +6,8 @@ import argparse
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser(
-        "train", help="train the bundled models (see python -m llm.support.recipe --help)", add_help=False
+    p = sub.add_parser(  # no help of its own: `ttfat train --help` is the recipe's (llm/support/recipe.py)
+        "train", help="train the bundled models from scratch (ttfat train --help)", add_help=False
     )
     p.add_argument("train_args", nargs=argparse.REMAINDER)
     p.set_defaults(func=run)
