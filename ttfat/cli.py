@@ -94,9 +94,23 @@ def user_errors() -> tuple[type[Exception], ...]:
     from voice.runs.replay import ManifestError
     from voice.runs.telephony import WireError
 
-    return (AsrModelError, AgentFileError, CheckpointError, DecodingError, EndpointError, ServerStartError,
-            ModelNotFound, VoiceError, AudioError, AudioDeviceError, ManifestError, RunDirError,
-            SettingsError, ProbeConnectError, WireError)  # fmt: skip
+    return (
+        AsrModelError,
+        AgentFileError,
+        CheckpointError,
+        DecodingError,
+        EndpointError,
+        ServerStartError,
+        ModelNotFound,
+        VoiceError,
+        AudioError,
+        AudioDeviceError,
+        ManifestError,
+        RunDirError,
+        SettingsError,
+        ProbeConnectError,
+        WireError,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,11 +28,19 @@ def add_parser(sub) -> None:
     p.add_argument("--url", action="append", help="base URL such as http://127.0.0.1:8000/v1 (repeatable)")
     p.add_argument("--model", default="bundled", help="model for the local server when no --url is given")
     p.add_argument("--api-key", default="none", help="the endpoints' API key")
-    p.add_argument("--levels", type=int, nargs="+", default=[1, 2, 4, 8, 16],
-                   help="concurrency levels (default: 1 2 4 8 16)")  # fmt: skip
-    p.add_argument("--requests-per-worker", type=int, default=6,
-                   help="each level sends concurrency x this many requests (default 6), at least "
-                   "--min-requests")  # fmt: skip
+    p.add_argument(
+        "--levels",
+        type=int,
+        nargs="+",
+        default=[1, 2, 4, 8, 16],
+        help="concurrency levels (default: 1 2 4 8 16)",
+    )
+    p.add_argument(
+        "--requests-per-worker",
+        type=int,
+        default=6,
+        help="each level sends concurrency x this many requests (default 6), at least --min-requests",
+    )
     p.add_argument("--min-requests", type=int, default=24, help="at least this many per level (default 24)")
     add_decoding_args(p)
     p.set_defaults(func=run)
@@ -51,6 +59,13 @@ def run(args: argparse.Namespace) -> int:
         urls = args.url or [
             stack.enter_context(ServerProcess(model_dir(args.model), served_name(args.model)))
         ]
-        bench(urls, answer_prompts(), args.levels, args.requests_per_worker, args.api_key,
-              request_fields(decoding_knobs(args)), args.min_requests)  # fmt: skip
+        bench(
+            urls,
+            answer_prompts(),
+            args.levels,
+            args.requests_per_worker,
+            args.api_key,
+            request_fields(decoding_knobs(args)),
+            args.min_requests,
+        )
     return 0

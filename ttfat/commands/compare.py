@@ -23,8 +23,12 @@ def add_parser(sub) -> None:
     )
     p.add_argument("a", metavar="DIR_A")
     p.add_argument("b", metavar="DIR_B")
-    p.add_argument("--html", metavar="FILE", help="also write the page of both runs: ratios, both CDFs on "
-                   "one plot, and the turns whose latency or correctness changed most")  # fmt: skip
+    p.add_argument(
+        "--html",
+        metavar="FILE",
+        help="also write the page of both runs: ratios, both CDFs on "
+        "one plot, and the turns whose latency or correctness changed most",
+    )
     p.set_defaults(func=run)
 
 

@@ -31,8 +31,13 @@ def add_parser(sub) -> None:
         help="only the default decoding setting (and the twin): with -n 2000 the tool-call figure is "
         "known to about +-1.5 points instead of +-4",
     )
-    p.add_argument("--out-of-scope", type=int, default=400, metavar="N",
-                   help="real out-of-scope queries asked (default %(default)s)")  # fmt: skip
+    p.add_argument(
+        "--out-of-scope",
+        type=int,
+        default=400,
+        metavar="N",
+        help="real out-of-scope queries asked (default %(default)s)",
+    )
     p.add_argument("--out", default="runs/eval-llm", help="where eval.json and the plot go")
     p.set_defaults(func=run)
 
@@ -44,6 +49,12 @@ def run(args: argparse.Namespace) -> int:
     from llm.support.evaluate import sweep
 
     ar = None if args.ar_model == "none" else model_dir(args.ar_model)
-    sweep(model_dir(args.model), ar, args.n, Path(args.out), default_only=args.default_only,
-          out_of_scope=args.out_of_scope)  # fmt: skip
+    sweep(
+        model_dir(args.model),
+        ar,
+        args.n,
+        Path(args.out),
+        default_only=args.default_only,
+        out_of_scope=args.out_of_scope,
+    )
     return 0

@@ -39,29 +39,62 @@ def add_parser(sub) -> None:
     )
     p.add_argument("url", help="the agent's WebSocket URL (ws:// or wss://)")
     p.add_argument("paths", nargs="+", metavar="PATH", help="audio files, folders or manifest.jsonl files")
-    p.add_argument("--protocol", choices=PROTOCOLS, default=line.protocol,
-                   help="twilio: Twilio Media Streams, JSON with base64 μ-law at 8 kHz; pcm: binary 16-bit "
-                   "frames at --rate both ways (default %(default)s)")  # fmt: skip
-    p.add_argument("--rate", type=int, default=line.rate,
-                   help="--protocol pcm's sample rate (default %(default)s)")  # fmt: skip
-    p.add_argument("--playout-delay-ms", type=float, default=line.playout_delay_ms,
-                   help="a jitter buffer's delay added to every chunk heard; named in the report "
-                   "(default %(default)s)")  # fmt: skip
-    p.add_argument("--linger", type=float, default=line.linger_s, metavar="S",
-                   help="after the recording, the call stays open (sending silence) until the agent has "
-                   "been quiet this long (default %(default)s)")  # fmt: skip
-    p.add_argument("--turn-timeout", type=float, default=line.max_wait_s, metavar="S",
-                   help="... but no longer than this past the recording's end "
-                   "(default %(default)s)")  # fmt: skip
-    p.add_argument("--filler", action="append", default=[], metavar="PHRASE",
-                   help="a phrase of the agent's that carries no answer, besides the common ones ('one "
-                   "moment', 'let me check'...); repeat for more")  # fmt: skip
-    p.add_argument("--concurrency", type=int, default=1, help="calls at once, each its own connection "
-                   "(default %(default)s)")  # fmt: skip
-    p.add_argument("--channel", default="auto", type=channel_arg,
-                   help="caller channel of stereo files: auto (loudest), 0, 1")  # fmt: skip
-    p.add_argument("--asr-model", default="tiny.en",
-                   help="what hears the agent: tiny.en (bundled), base, or a CTranslate2 dir")  # fmt: skip
+    p.add_argument(
+        "--protocol",
+        choices=PROTOCOLS,
+        default=line.protocol,
+        help="twilio: Twilio Media Streams, JSON with base64 μ-law at 8 kHz; pcm: binary 16-bit "
+        "frames at --rate both ways (default %(default)s)",
+    )
+    p.add_argument(
+        "--rate", type=int, default=line.rate, help="--protocol pcm's sample rate (default %(default)s)"
+    )
+    p.add_argument(
+        "--playout-delay-ms",
+        type=float,
+        default=line.playout_delay_ms,
+        help="a jitter buffer's delay added to every chunk heard; named in the report (default %(default)s)",
+    )
+    p.add_argument(
+        "--linger",
+        type=float,
+        default=line.linger_s,
+        metavar="S",
+        help="after the recording, the call stays open (sending silence) until the agent has "
+        "been quiet this long (default %(default)s)",
+    )
+    p.add_argument(
+        "--turn-timeout",
+        type=float,
+        default=line.max_wait_s,
+        metavar="S",
+        help="... but no longer than this past the recording's end (default %(default)s)",
+    )
+    p.add_argument(
+        "--filler",
+        action="append",
+        default=[],
+        metavar="PHRASE",
+        help="a phrase of the agent's that carries no answer, besides the common ones ('one "
+        "moment', 'let me check'...); repeat for more",
+    )
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        default=1,
+        help="calls at once, each its own connection (default %(default)s)",
+    )
+    p.add_argument(
+        "--channel",
+        default="auto",
+        type=channel_arg,
+        help="caller channel of stereo files: auto (loudest), 0, 1",
+    )
+    p.add_argument(
+        "--asr-model",
+        default="tiny.en",
+        help="what hears the agent: tiny.en (bundled), base, or a CTranslate2 dir",
+    )
     add_run_dir_args(p, "probe")
     p.add_argument("--html", metavar="FILE", help="also write the HTML report")
     add_mirror_args(p)
@@ -114,9 +147,16 @@ def run(args: argparse.Namespace) -> int:
         return await asyncio.to_thread(transcriber.words, audio)
 
     listener = Listener(words_of, Settings.min_clause_words, tuple(args.filler))
-    probed = {"url": line.url, "protocol": line.protocol, "playout_delay_ms": line.playout_delay_ms,
-              "linger_s": line.linger_s, "turn_timeout_s": line.max_wait_s, "not seen": UNSEEN,
-              "heard by": str(transcriber.path), "fillers added": list(args.filler)}  # fmt: skip
+    probed = {
+        "url": line.url,
+        "protocol": line.protocol,
+        "playout_delay_ms": line.playout_delay_ms,
+        "linger_s": line.linger_s,
+        "turn_timeout_s": line.max_wait_s,
+        "not seen": UNSEEN,
+        "heard by": str(transcriber.path),
+        "fillers added": list(args.filler),
+    }
     if line.protocol == "pcm":
         probed["rate"] = line.rate
     env = environment(probe=probed, mode="realtime", concurrency=args.concurrency, inputs=args.paths)

@@ -43,8 +43,12 @@ def add_parser(sub) -> None:
     add_mode_args(p)
     p.add_argument("--concurrency", type=int, default=1, help="calls replayed at once (default %(default)s)")
     add_run_dir_args(p, "replay")
-    p.add_argument("--channel", default="auto", type=channel_arg,
-                   help="caller channel of stereo files: auto (loudest), 0, 1")  # fmt: skip
+    p.add_argument(
+        "--channel",
+        default="auto",
+        type=channel_arg,
+        help="caller channel of stereo files: auto (loudest), 0, 1",
+    )
     p.add_argument("--html", metavar="FILE", help="also write the HTML report (one offline page, every turn)")
     add_stack_args(p)
     add_mirror_args(p)
@@ -53,13 +57,19 @@ def add_parser(sub) -> None:
 
 def add_run_dir_args(p: argparse.ArgumentParser, command: str) -> None:
     """--out, --force, --resume: where a run of calls goes, and what becomes of a run already there."""
-    p.add_argument("--out", help=f"run directory (default runs/{command}-DATE-TIME); one that holds a run "
-                   "is refused unless --resume or --force")  # fmt: skip
+    p.add_argument(
+        "--out",
+        help=f"run directory (default runs/{command}-DATE-TIME); one that holds a run "
+        "is refused unless --resume or --force",
+    )
     p.add_argument("--force", action="store_true", help="with --out: replace the run the directory holds")
-    p.add_argument("--resume", action="store_true",
-                   help=f"with --out: {command} only the calls the run directory does not hold complete "
-                   "(after a crash or Ctrl-C); a call cut short is done again whole; the report covers "
-                   "all")  # fmt: skip
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help=f"with --out: {command} only the calls the run directory does not hold complete "
+        "(after a crash or Ctrl-C); a call cut short is done again whole; the report covers "
+        "all",
+    )
 
 
 def channel_arg(value: str) -> int | str:
@@ -92,23 +102,29 @@ def run(args: argparse.Namespace) -> int:
     if len(endpoints(args)) > 1 and (
         args.concurrency != 1 or args.mqtt or args.otlp or args.html or args.resume
     ):
-        raise SettingsError("an A/B run replays one call at a time, without --mqtt, --otlp, --html or "
-                            "--resume (ttfat report each run directory after it)")  # fmt: skip
+        raise SettingsError(
+            "an A/B run replays one call at a time, without --mqtt, --otlp, --html or "
+            "--resume (ttfat report each run directory after it)"
+        )
     plan = plan_stack(args)
     calls = find_calls(args.paths, args.channel)
     check_calls(calls)
     out = Path(args.out or time.strftime("runs/replay-%Y%m%d-%H%M%S"))
     check_run_dir(out, resume=args.resume, force=args.force)
     with contextlib.ExitStack() as stack:
-        arms = open_stack(args, stack, settings, plan, mode=args.mode, concurrency=args.concurrency,
-                          inputs=args.paths)  # fmt: skip
+        arms = open_stack(
+            args, stack, settings, plan, mode=args.mode, concurrency=args.concurrency, inputs=args.paths
+        )
         if len(arms) > 1:
             summaries = asyncio.run(run_ab(calls, arms, settings, out))
         else:
             [(_, stages, env)] = arms
             mirrors = mirrors_from_args(args, out.name, env)  # --mqtt, --otlp
-            summaries = [asyncio.run(replay(calls, stages, settings, out, args.concurrency, env, mirrors,
-                                            resume=args.resume))]  # fmt: skip
+            summaries = [
+                asyncio.run(
+                    replay(calls, stages, settings, out, args.concurrency, env, mirrors, resume=args.resume)
+                )
+            ]
     if len(arms) > 1:
         names = [str(out / label) for label, _, _ in arms]
         for name, summary in zip(names[1:], summaries[1:], strict=True):

@@ -26,10 +26,18 @@ def add_parser(sub) -> None:
     )
     p.add_argument("run", help="run directory (from ttfat replay, talk or collect)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    p.add_argument("--html", metavar="FILE", help="also write the HTML report: one offline page with the "
-                   "figures, interactive plots, every turn opening to its timeline and audio")  # fmt: skip
-    p.add_argument("--no-audio", action="store_true", help="with --html: leave the turns' audio out of the "
-                   "page (it holds each turn's clip, Opus: about 8 KB a second)")  # fmt: skip
+    p.add_argument(
+        "--html",
+        metavar="FILE",
+        help="also write the HTML report: one offline page with the "
+        "figures, interactive plots, every turn opening to its timeline and audio",
+    )
+    p.add_argument(
+        "--no-audio",
+        action="store_true",
+        help="with --html: leave the turns' audio out of the "
+        "page (it holds each turn's clip, Opus: about 8 KB a second)",
+    )
     p.set_defaults(func=run)
 
 
@@ -40,8 +48,11 @@ def run(args: argparse.Namespace) -> int:
     turns, saved = read_run(args.run)
     summary = summarize(turns, saved.get("environment"))
     if saved.get("mqtt_gaps"):
-        print(f"ttfat: warning: MQTT messages are missing for {len(saved['mqtt_gaps'])} call(s): "
-              "this collected run is incomplete (see summary.json, mqtt_gaps)", file=sys.stderr)  # fmt: skip
+        print(
+            f"ttfat: warning: MQTT messages are missing for {len(saved['mqtt_gaps'])} call(s): "
+            "this collected run is incomplete (see summary.json, mqtt_gaps)",
+            file=sys.stderr,
+        )
     if args.html:
         write_html(args.run, args.html, summary, audio=not args.no_audio)
     print(json.dumps(summary, indent=2) if args.json else text_report(summary))

@@ -70,8 +70,13 @@ def stats(values: list[float], digits: int = 1) -> dict:
     if not values:
         return {"p50": None, "p95": None, "p99": None, "max": None, "n": 0}
     pick = lambda p: round(percentile(values, p), digits)  # noqa: E731
-    return {"p50": pick(50), "p95": pick(95), "p99": pick(99), "max": round(max(values), digits),
-            "n": len(values)}  # fmt: skip
+    return {
+        "p50": pick(50),
+        "p95": pick(95),
+        "p99": pick(99),
+        "max": round(max(values), digits),
+        "n": len(values),
+    }
 
 
 def measured_from(turns: list[dict]) -> str:
@@ -100,7 +105,7 @@ def summarize(turns: list[dict], environment: dict | None = None) -> dict:
         "server_timings": {
             "turns": sum(bool(t.get("server_timings")) for t in with_llm_calls),
             "of": len(with_llm_calls),
-        },  # fmt: skip
+        },
         "quality": quality(turns, outside),
         "order_violations": sum(bool(t.get("order_violations")) for t in turns),
         "errors": sorted({t["error"] for t in turns if t.get("error")})[:20],
@@ -316,8 +321,10 @@ def compare_report(a: dict, b: dict, name_a: str, name_b: str) -> str:
             cells += f"{fmt(va):>8}{fmt(vb):>8}{'-' if ratio is None else f'{ratio:.2f}':>7} "
         lines.append(f"{label:<27}{cells}")
     sa, sb = a["llm_share"], b["llm_share"]
-    lines.append(f"{'LLM share of the wait':<27}{pct(sa['p50']):>8}{pct(sb['p50']):>8}{'':>7} "
-                 f"{pct(sa['p95']):>8}{pct(sb['p95']):>8}")  # fmt: skip
+    lines.append(
+        f"{'LLM share of the wait':<27}{pct(sa['p50']):>8}{pct(sb['p50']):>8}{'':>7} "
+        f"{pct(sa['p95']):>8}{pct(sb['p95']):>8}"
+    )
     qa, qb = a["quality"], b["quality"]
     lines.append("")
     for key, label in [
