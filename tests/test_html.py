@@ -1,7 +1,8 @@
 """The HTML report in a real headless browser (Debian's chromium, installed by `make test`): the page of a
 real replay loads with no error, the figures in its head are summary.json's, the table has one row per
-record, and `#turn=CALL:TURN` opens that turn's timeline with its anchors. A screenshot is kept as an
-artifact (tests/artifacts/report.png) to look at."""
+record, the charts (uPlot) have round ticks, show the values under the pointer and zoom, and
+`#turn=CALL:TURN` opens that turn's timeline with its anchors. A screenshot is kept as an artifact
+(tests/artifacts/report.png) to look at."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from ttfat.commands.report import write_html
 from voice.pipeline.settings import Settings
 from voice.record.runlog import read_audio, read_run
 from voice.runs.replay import find_calls, run
+from voice.timing.anchors import STAGES
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -43,7 +45,8 @@ def chromium(tmp_path: Path, url: str, *args: str) -> subprocess.CompletedProces
 
 
 class Dom(HTMLParser):
-    """The elements of a dumped DOM that the checks need: by id, by class, and table rows."""
+    """The elements of a dumped DOM that the checks need: by id, by class (their own or a parent's), and
+    table rows."""
 
     def __init__(self, text: str):
         super().__init__()
@@ -54,6 +57,9 @@ class Dom(HTMLParser):
 
     def handle_starttag(self, tag, attrs):
         node = {"tag": tag, **dict(attrs), "text": "", "parents": [n.get("id") for n in self.stack]}
+        node["within"] = {
+            c for n in self.stack for c in (n.get("class") or "").split()
+        }  # its parents' classes
         self.elements.append(node)
         if "id" in node:
             self.by_id[node["id"]] = node
@@ -76,6 +82,95 @@ class Dom(HTMLParser):
 
 def js_round(v: float) -> str:
     return str(math.floor(v + 0.5))
+
+
+# Run in the page after its own script: for each chart (report.js keeps them in `charts`), its ticks, its
+# series and data, the legend with the pointer over each x of the data, and the x scale after a drag across
+# the middle half and after a double-click. The answer is left in <pre id="probe"> for --dump-dom.
+PROBE = """<script>
+addEventListener("load", async () => {
+  const tick = () => new Promise((done) => setTimeout(done));
+  const out = {};
+  for (const [id, u] of Object.entries(charts)) {
+    const box = u.over.getBoundingClientRect();
+    const mouse = (type, left, top, target = u.over) => target.dispatchEvent(new MouseEvent(type,
+      { clientX: box.left + left, clientY: box.top + top, movementX: 1, button: 0, bubbles: true }));
+    const legend = () => [...u.root.querySelectorAll(".u-legend .u-value")].map((e) => e.textContent);
+    const hovers = [];
+    for (let i = 0; i < u.data[0].length; i++) {
+      const y = u.data.slice(1).map((s) => s[i]).find((v) => v !== null);
+      mouse("mousemove", u.valToPos(u.data[0][i], "x"), u.valToPos(y, "y"));
+      await tick();
+      hovers.push({ idx: u.cursor.idx, legend: legend() });
+    }
+    const full = [u.scales.x.min, u.scales.x.max];
+    mouse("mousedown", box.width / 4, box.height / 2);
+    mouse("mousemove", (3 * box.width) / 4, box.height / 2);
+    mouse("mouseup", (3 * box.width) / 4, box.height / 2, document);
+    await tick();
+    const zoomed = [u.scales.x.min, u.scales.x.max];
+    mouse("dblclick", box.width / 2, box.height / 2);
+    await tick();
+    const axes = u.axes.map((a) => ({ splits: a._splits, values: a._values }));
+    const labels = u.series.map((s) => s.label);
+    out[id] = { full, zoomed, reset: [u.scales.x.min, u.scales.x.max], hovers, data: u.data, labels, axes };
+  }
+  const pre = Object.assign(document.createElement("pre"), { id: "probe", textContent: JSON.stringify(out) });
+  document.body.append(pre);
+});
+</script>"""
+
+
+def probe(tmp: Path, page: Path) -> dict:
+    """PROBE's answer on a copy of the page."""
+    probed = tmp / f"probed-{page.name}"
+    probed.write_text(page.read_text().replace("</body>", PROBE + "</body>"))
+    result = chromium(tmp, probed.as_uri(), "--dump-dom")
+    assert ":CONSOLE" not in result.stderr, result.stderr[-2000:]
+    return json.loads(Dom(result.stdout).by_id["probe"]["text"])
+
+
+def decimals(text: str) -> int:
+    return len(text.partition(".")[2])
+
+
+def assert_round(ticks: list[float], labels: list[str]):
+    """Evenly spaced ticks, a step of 1, 2, 2.5 or 5 x 10^k apart, on multiples of it, each label its value
+    with no more decimals than the step has."""
+    assert len(ticks) >= 2 and len(labels) == len(ticks), (ticks, labels)
+    step = ticks[1] - ticks[0]
+    assert all(math.isclose(b - a, step) for a, b in zip(ticks, ticks[1:], strict=False)), ticks
+    power = 10 ** math.floor(math.log10(step))
+    assert any(math.isclose(step / power, m) for m in (1, 2, 2.5, 5)), ticks
+    assert all(math.isclose(v / step, round(v / step), abs_tol=1e-9) for v in ticks), ticks
+    for v, label in zip(ticks, labels, strict=True):
+        assert math.isclose(float(label.replace(",", "")), v, abs_tol=1e-9), (v, label)
+        assert decimals(label) <= decimals(f"{step:g}"), (step, label)
+
+
+def assert_charts_round_and_zoom(charts: dict):
+    for name, chart in charts.items():
+        for axis in chart["axes"]:
+            assert_round(axis["splits"], axis["values"])
+        (lo, hi), (zlo, zhi) = chart["full"], chart["zoomed"]
+        assert lo < zlo < zhi < hi and zhi - zlo < (hi - lo) * 0.6, (name, chart["full"], chart["zoomed"])
+        assert chart["reset"] == chart["full"], name
+
+
+def assert_cdfs(cdf: dict, runs: list[list[dict]]):
+    """Under the pointer, at each x: of each run's turns, the % arrived by then (TTFAT, then first useful
+    audio heard); a failed turn never arrives."""
+    metrics = ("ttfat_ms", "first_useful_audio_ms")
+    for hover in cdf["hovers"]:
+        x = cdf["data"][0][hover["idx"]]
+        arrived = [
+            sum(t["status"] == "ok" and t[key] <= x for t in turns) / len(turns)
+            for turns in runs
+            for key in metrics
+        ]
+        assert hover["legend"] == [f"{js_round(x)} ms", *(f"{js_round(100 * v)} %" for v in arrived)]
+    ok = [sum(t["status"] == "ok" for t in turns) / len(turns) for turns in runs for _ in metrics]
+    assert [curve[-1] for curve in cdf["data"][1:]] == [100 * v for v in ok]
 
 
 @pytest.fixture(scope="module")
@@ -117,8 +212,36 @@ def test_the_page_loads_with_no_error_and_its_head_is_the_summary(page):
     assert "failed" in rows[0]["class"] and "error" in rows[0]["text"]  # failures first
     assert {r["data-turn"] for r in rows} == {f"{t['call']}:{t['turn']}" for t in records}
     for plot in ("cdf", "stages", "scatter"):
-        assert plot in dom.by_id
-    assert len(dom.with_class("point", under="cdf")) == 2 * len(records)  # both CDFs, failures at the edge
+        assert dom.with_class("uplot", under=plot)  # drawn by uPlot
+
+
+def test_the_charts_have_round_ticks_show_the_values_under_the_pointer_and_zoom(page):
+    tmp, records, _ = page
+    charts = probe(tmp, tmp / "report.html")
+    assert set(charts) == {"cdf", "stages", "scatter"}
+    assert_charts_round_and_zoom(charts)
+    ok = {f"{t['call']}:{t['turn']}": t for t in records if t["status"] == "ok"}
+    assert charts["cdf"]["labels"][1:] == ["TTFAT (1 of 4 never)", "first useful audio heard (1 of 4 never)"]
+    assert_cdfs(charts["cdf"], [records])
+    # the stages: a bar per turn that was answered, sorted, its stages under the pointer
+    stages = [s for s in STAGES if s.key != "playing_stage_ms"]
+    shown = []
+    for hover in charts["stages"]["hovers"]:
+        turn, _, heard = hover["legend"][0].partition(", heard at ")
+        shown.append(ok[turn]["first_useful_audio_ms"])
+        assert heard == f"{js_round(ok[turn]['first_useful_audio_ms'])} ms"
+        assert hover["legend"][1:] == [f"{js_round(ok[turn][s.key] or 0)} ms" for s in stages]
+    assert len(shown) == len(ok) and shown == sorted(shown)
+    # the scatter: each turn's words and wait, in the series of turns with or without a tool call
+    shown = set()
+    for hover in charts["scatter"]["hovers"]:
+        turn, _, words = hover["legend"][0].partition(", ")
+        t = ok[turn]
+        shown.add(turn)
+        assert words == f"{len(t['transcript'].split())} words"
+        wait = f"{js_round(t['first_useful_audio_ms'])} ms"
+        assert hover["legend"][1:] == (["–", wait] if t["tool_calls"] else [wait, "–"])
+    assert shown == set(ok)
 
 
 def test_a_turn_opens_to_its_timeline_and_a_screenshot_is_kept(page):
@@ -141,6 +264,9 @@ def test_a_turn_opens_to_its_timeline_and_a_screenshot_is_kept(page):
     marks = {e["data-name"] for e in dom.elements if "mark" in (e.get("class") or "").split()}
     assert {"t0", "first_useful_audio_heard"} <= marks  # the anchors on the audio's axis
     assert len(dom.with_class("wave")) == 2  # caller and agent
+    for axis in ("timeline", "audio-strip"):  # the hand-drawn axes: round ticks too
+        labels = [e["text"].removesuffix(" ms") for e in dom.with_class("tick") if axis in e["within"]]
+        assert_round([float(v) for v in labels], labels)
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "report.png"
     shot.unlink(missing_ok=True)
@@ -239,6 +365,10 @@ def test_the_compare_page_shows_both_runs_and_the_turns_that_changed(page):
         ]
         a, b = summary["metrics"][key]["p50"], b_summary["metrics"][key]["p50"]
         assert cell["text"] == f"{b / a:.2f}"
-    assert len(dom.with_class("point", under="cdf")) == 2 * (len(records) + len(b_records))  # 2 metrics
+    (cdf,) = probe(tmp, tmp / "compare.html").values()  # both runs' CDFs on one chart
+    assert_charts_round_and_zoom({"cdf": cdf})
+    labels = [f"{run} {m} (1 of 4 never)" for run in "AB" for m in ("TTFAT", "first useful audio heard")]
+    assert cdf["labels"][1:] == labels
+    assert_cdfs(cdf, [records, b_records])
     changed = dom.with_class("changed", under="changed")
     assert len(changed) == len(records)  # the same calls, turn by turn

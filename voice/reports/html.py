@@ -1,10 +1,11 @@
-"""`ttfat report --html`: one self-contained page that works offline (no CDN, no library): the figures
-that matter in large numbers, CDFs of TTFAT and first useful audio heard (failed turns at the right
-edge, as never), the stages of the wait per turn, latency against transcript length, and a table of
+"""`ttfat report --html`: one self-contained page that works offline (no CDN): the figures
+that matter in large numbers, CDFs of TTFAT and first useful audio heard (a failed turn never
+arrives), the stages of the wait per turn, latency against transcript length, and a table of
 every turn, sortable and filterable, each opening to its timeline (anchors, LLM calls, tools, clauses) and its
 audio (the caller and the answer as heard, on the timeline's axis). The page is
 drawn in the browser from the run's records, embedded as JSON; `#turn=CALL:TURN` opens one turn.
-The page itself lives in `voice/reports/page/` (HTML, CSS, JavaScript)."""
+The page itself lives in `voice/reports/page/` (HTML, CSS, JavaScript), with uPlot (MIT), which draws the
+charts, inlined from there too."""
 
 from __future__ import annotations
 
@@ -55,10 +56,13 @@ def _page_with(data: dict, title: str, environment: dict, text: str) -> str:
         "stages": [{"key": s.key, "label": s.label} for s in STAGES],
         "headline": list(HEADLINE),
     }
-    values = {
+    values = {  # the files of page/ go in as they are: none holds a "</" that would end its element
         "title": html.escape(title),
         "css": _page("report.css"),
-        "js": _page("report.js"),  # holds no "</"
+        "js": _page("report.js"),
+        "uplot": _page("uPlot.iife.min.js"),
+        "uplot_css": _page("uPlot.min.css"),
+        "uplot_license": _page("uPlot.LICENSE"),
         "environment": html.escape(json.dumps(environment, indent=2, default=str)),
         "text": html.escape(text),
         "data": _json_for_script(data),

@@ -1,5 +1,6 @@
-// ttfat report page: everything is drawn from the JSON in #data (voice/reports/html.py), with no library and
-// no network. A failed turn never arrives: it sits at the right edge of the CDFs and first in the table.
+// ttfat report page: everything is drawn from the JSON in #data (voice/reports/html.py), with no network; the
+// charts by uPlot, inlined before this script. A failed turn never arrives: its CDF stays short of 100 %, and it
+// comes first in the table.
 "use strict";
 
 const DATA = JSON.parse(document.getElementById("data").textContent);
@@ -56,95 +57,108 @@ function head() {
   return cards;
 }
 
-// ---- plots
-function axes(svg, w, h, pad, xmax, ymax, xlabel, ylabel) {
-  for (let i = 0; i <= 4; i++) {
-    const y = pad.t + (h - pad.t - pad.b) * (1 - i / 4);
-    svg.append(el("svg:line", { class: "grid", x1: pad.l, x2: w - pad.r, y1: y, y2: y }));
-    svg.append(el("svg:text", { x: pad.l - 4, y: y + 4, "text-anchor": "end" }, fmtTick(ymax * i / 4)));
-    const x = pad.l + (w - pad.l - pad.r) * i / 4;
-    svg.append(el("svg:text", { x, y: h - pad.b + 14, "text-anchor": "middle" }, fmtTick(xmax * i / 4)));
-  }
-  svg.append(el("svg:line", { class: "axis", x1: pad.l, x2: pad.l, y1: pad.t, y2: h - pad.b }));
-  svg.append(el("svg:line", { class: "axis", x1: pad.l, x2: w - pad.r, y1: h - pad.b, y2: h - pad.b }));
-  svg.append(el("svg:text", { x: (pad.l + w - pad.r) / 2, y: h - 4, "text-anchor": "middle" }, xlabel));
-  svg.append(el("svg:text", { x: 12, y: pad.t - 6 }, ylabel));
+// ---- charts (uPlot, inlined by html.py): round ticks, values on hover in the legend, drag to zoom on x,
+// double-click to zoom out
+const ROUND = [0, 1, 2, 3, 4, 5, 6, 7].flatMap((k) => [1, 2, 5].map((m) => m * 10 ** k));  // tick steps
+const charts = {};  // by id: the tests read their ticks and legends here
+const step = (span, n) => ROUND.find((s) => s >= span / n) ?? ROUND.at(-1);  // about n steps over span
+const roundTop = (hi) => {  // a round end a little above hi (or above 1: no data in sight)
+  const top = Math.max(1, hi), by = step(top, 10);
+  return Math.ceil((1.05 * top) / by) * by;
+};
+const msValue = (u, v) => (v == null ? "–" : `${ms(v)} ms`);
+// uPlot ranges x through this on a zoom too: only the whole of the data gets a margin
+const margin = (pad) => (u, lo, hi) => (lo === u.data[0][0] && hi === u.data[0].at(-1) ? [lo - pad, hi + pad] : [lo, hi]);
+
+function chart(id, { axes, scales = {}, x, series, ...opts }, data) {
+  const box = el("div", { id });
+  const axis = (label) => ({ label, incrs: ROUND, grid: { stroke: "#eee" }, ticks: { stroke: "#ccc" } });
+  charts[id] = new uPlot({
+    width: 520, height: 300, ...opts,
+    scales: { ...scales, x: { time: false, ...scales.x } },
+    axes: axes.map(axis),
+    series: [x, ...series],
+  }, data, box);
+  return box;
 }
 
-function fmtTick(v) {
-  return v >= 100 ? String(Math.round(v)) : String(Math.round(v * 100) / 100);
-}
-
-// series: [{label, turns, key, color, dash}]; a failed turn (or one without the metric) is never
-function cdfPlot(series) {
-  const w = 520, h = 300, pad = { l: 44, r: 70, t: 20, b: 34 };
-  const svg = el("svg:svg", { width: w, height: h, id: "cdf" });
+// series: [{label, turns, key, color, dash}]; a failed turn (or one without the metric) never arrives, so its
+// curve stays short of 100 %
+function cdfChart(series) {
   const value = (t, key) => (failed(t) || typeof t[key] !== "number" ? Infinity : t[key]);
-  const finite = series.flatMap((s) => s.turns.map((t) => value(t, s.key))).filter((v) => v !== Infinity);
-  const xmax = Math.max(1, ...finite) * 1.05;
-  axes(svg, w, h, pad, xmax, 1, "ms from t0 (end of the caller's speech)", "fraction of turns");
-  const X = (v) => pad.l + (w - pad.l - pad.r) * v / xmax;
-  const Y = (f) => pad.t + (h - pad.t - pad.b) * (1 - f);
-  svg.append(el("svg:text", { x: w - pad.r + 6, y: pad.t + 10 }, "failed →"));
-  series.forEach((s, k) => {
-    const rows = s.turns.map((t) => ({ t, v: value(t, s.key) })).sort((a, b) => a.v - b.v);
-    let path = `M${X(0)},${Y(0)}`;
-    rows.forEach((r, i) => {
-      const f = (i + 1) / rows.length;
-      const x = r.v === Infinity ? w - pad.r + 30 : X(r.v);
-      if (r.v !== Infinity) path += ` H${x} V${Y(f)}`;
-      svg.append(el("svg:circle", { cx: x, cy: Y(f), r: 3, fill: s.color, class: "point" },
-        el("svg:title", {}, `${s.label}, ${turnId(r.t)}: ${r.v === Infinity ? r.t.status : ms(r.v) + " ms"}`)));
+  const runs = series.map((s) => s.turns.map((t) => value(t, s.key)).sort((a, b) => a - b));
+  const finite = runs.flat().filter(Number.isFinite);
+  const xs = [...new Set([0, ...finite, roundTop(Math.max(...finite))])].sort((a, b) => a - b);  // to a round end
+  const arrived = (vs) => {
+    let k = 0;
+    return xs.map((x) => {
+      while (k < vs.length && vs[k] <= x) k++;
+      return (100 * k) / Math.max(1, vs.length);
     });
-    svg.append(el("svg:path", { d: path, fill: "none", stroke: s.color, "stroke-width": 2, "stroke-dasharray": s.dash }));
-    svg.append(el("svg:text", { x: pad.l + 8, y: pad.t + 14 + 14 * k, style: `fill:${s.color}` }, s.label));
-  });
-  return svg;
+  };
+  const own = runs.map((vs) => vs.filter(Number.isFinite).map((v) => xs.indexOf(v)));  // a point per turn
+  return chart("cdf", {
+    axes: ["ms from t0 (end of the caller's speech)", "% of turns arrived"],
+    x: { label: "at", value: msValue },
+    scales: { y: { range: [0, 100] } },
+    series: series.map((s, k) => {
+      const never = runs[k].filter((v) => v === Infinity).length;
+      return {
+        label: s.label + (never ? ` (${never} of ${runs[k].length} never)` : ""),
+        stroke: s.color, width: 2, dash: s.dash, paths: uPlot.paths.stepped({ align: 1 }),
+        points: { show: true, size: 6, fill: s.color, filter: () => own[k] },
+        value: (u, v) => (v == null ? "–" : `${Math.round(v)} %`),
+      };
+    }),
+  }, [xs, ...runs.map(arrived)]);
 }
 
-function stagePlot(turns) {
+// a bar per turn, sorted by first useful audio heard, its stages stacked
+function stageChart(turns) {
   const rows = turns.filter((t) => !failed(t)).sort((a, b) => a.first_useful_audio_ms - b.first_useful_audio_ms);
   const stages = DATA.stages.filter((s) => s.key !== "playing_stage_ms");
-  const w = 520, bar = 8, pad = { l: 44, r: 20, t: 20, b: 34 + 14 * stages.length };  // the legend below
-  const h = pad.t + pad.b + Math.max(1, rows.length) * (bar + 2);
-  const svg = el("svg:svg", { width: w, height: h, id: "stages" });
-  const xmax = Math.max(1, ...rows.map((t) => t.first_useful_audio_ms)) * 1.05;
-  const X = (v) => pad.l + (w - pad.l - pad.r) * v / xmax;
-  svg.append(el("svg:line", { class: "axis", x1: pad.l, x2: w - pad.r, y1: h - pad.b, y2: h - pad.b }));
-  for (let i = 0; i <= 4; i++) {
-    svg.append(el("svg:text", { x: X(xmax * i / 4), y: h - pad.b + 14, "text-anchor": "middle" }, fmtTick(xmax * i / 4)));
-  }
-  svg.append(el("svg:text", { x: w / 2, y: h - pad.b + 28, "text-anchor": "middle" }, "ms from t0, turns sorted by first useful audio heard"));
-  rows.forEach((t, i) => {
-    let at = 0;
-    stages.forEach((s, k) => {
-      const d = t[s.key] || 0;
-      const y = pad.t + i * (bar + 2);
-      svg.append(el("svg:rect", { x: X(at), y, width: Math.max(0, X(at + d) - X(at)), height: bar, fill: COLORS[k] },
-        el("svg:title", {}, `${turnId(t)} ${s.label}: ${ms(d)} ms (first useful audio ${ms(t.first_useful_audio_ms)} ms)`)));
-      at += d;
-    });
-  });
-  stages.forEach((s, k) => svg.append(el("svg:text", { x: pad.l, y: h - pad.b + 44 + 14 * k, style: `fill:${COLORS[k]}` }, `■ ${s.label}`)));
-  return svg;
+  let at = rows.map(() => 0);
+  const spans = stages.map((s) => [at, (at = at.map((v, i) => v + (rows[i][s.key] || 0)))]);
+  return chart("stages", {
+    axes: ["turns, by first useful audio heard", "ms from t0"],
+    x: {
+      label: "turn",
+      value: (u, v, si, i) => (i == null ? "–" : `${turnId(rows[i])}, heard at ${ms(rows[i].first_useful_audio_ms)} ms`),
+    },
+    scales: { x: { range: margin(0.5) }, y: { range: () => [0, roundTop(Math.max(...at))] } },
+    cursor: { points: { show: false } },
+    series: stages.map((s, k) => ({
+      label: s.label, fill: COLORS[k], stroke: COLORS[k], points: { show: false }, value: msValue,
+      paths: uPlot.paths.bars({  // from where the stage starts to where it ends
+        size: [0.8, 40], disp: { y0: { values: () => spans[k][0] }, y1: { values: () => spans[k][1] } },
+      }),
+    })),
+  }, [rows.map((t, i) => i + 1), ...stages.map((s) => rows.map((t) => t[s.key] || 0))]);
 }
 
-function scatterPlot(turns) {
-  const w = 520, h = 300, pad = { l: 44, r: 20, t: 20, b: 34 };
-  const svg = el("svg:svg", { width: w, height: h, id: "scatter" });
-  const rows = turns.filter((t) => !failed(t) && typeof t.first_useful_audio_ms === "number");
+function scatterChart(turns) {
   const words = (t) => (t.transcript || "").split(/\s+/).filter(Boolean).length;
-  const xmax = Math.max(1, ...rows.map(words)) * 1.1;
-  const ymax = Math.max(1, ...rows.map((t) => t.first_useful_audio_ms)) * 1.1;
-  axes(svg, w, h, pad, xmax, ymax, "words in the transcript", "first useful audio heard, ms");
-  for (const t of rows) {
-    const x = pad.l + (w - pad.l - pad.r) * words(t) / xmax;
-    const y = pad.t + (h - pad.t - pad.b) * (1 - t.first_useful_audio_ms / ymax);
-    svg.append(el("svg:circle", { cx: x, cy: y, r: 4, fill: t.tool_calls.length ? COLORS[1] : COLORS[0], class: "point" },
-      el("svg:title", {}, `${turnId(t)} "${t.transcript}": ${ms(t.first_useful_audio_ms)} ms`)));
-  }
-  svg.append(el("svg:text", { x: pad.l + 8, y: pad.t + 12, style: `fill:${COLORS[1]}` }, "with a tool call"));
-  return svg;
+  const rows = turns.filter((t) => !failed(t) && typeof t.first_useful_audio_ms === "number")
+    .sort((a, b) => words(a) - words(b));
+  const xs = rows.map(words), wait = rows.map((t) => t.first_useful_audio_ms);
+  const kinds = [["no tool call", (t) => !t.tool_calls.length], ["with a tool call", (t) => t.tool_calls.length > 0]];
+  // turns of as many words share an x: the one nearest the pointer is the one hovered
+  const nearest = (u, si, i) => {
+    const dist = (j) => Math.abs(u.valToPos(wait[j], "y") - u.cursor.top);
+    let best = i;
+    for (let j = xs.indexOf(xs[i]); xs[j] === xs[i]; j++) if (dist(j) < dist(best)) best = j;
+    return best;
+  };
+  return chart("scatter", {
+    axes: ["words in the transcript", "first useful audio heard, ms"],
+    x: { label: "turn", value: (u, v, si, i) => (i == null ? "–" : `${turnId(rows[i])}, ${v} words`) },
+    scales: { x: { range: margin(1) }, y: { range: (u, lo, hi) => [0, roundTop(hi)] } },
+    cursor: { dataIdx: nearest },
+    series: kinds.map(([label], k) => ({
+      label, stroke: COLORS[k], paths: () => null, points: { show: true, size: 8, fill: COLORS[k] },
+      value: msValue,
+    })),
+  }, [xs, ...kinds.map(([, has]) => rows.map((t, i) => (has(t) ? wait[i] : null)))]);
 }
 
 // ---- the table of turns
@@ -224,6 +238,14 @@ function compare(a, b) {
 }
 
 // ---- one turn, opened: its timeline
+// round ticks (1, 2, 5 x 10^k ms apart, about six) on a hand-drawn axis from lo to hi
+function ticks(svg, X, lo, hi, y) {
+  const by = step(hi - lo, 6);
+  for (let v = Math.ceil(lo / by) * by; v <= hi; v += by) {
+    svg.append(el("svg:text", { class: "tick", x: X(v), y, "text-anchor": "middle" }, `${v} ms`));
+  }
+}
+
 function toggle(t, tr) {
   const next = tr.nextElementSibling;
   if (next && next.classList.contains("turn-detail")) {
@@ -252,10 +274,7 @@ function detail(t) {
   const svg = el("svg:svg", { width: w, height: h, class: "timeline" });
   const X = (v) => pad.l + (w - pad.l - pad.r) * (Math.min(v, hi) - lo) / (hi - lo);
   svg.append(el("svg:line", { class: "axis", x1: X(0), x2: X(0), y1: pad.t, y2: h - 24 }));
-  for (let i = 0; i <= 5; i++) {
-    const v = lo + (hi - lo) * i / 5;
-    svg.append(el("svg:text", { x: X(v), y: h - 8, "text-anchor": "middle" }, `${Math.round(v)} ms`));
-  }
+  ticks(svg, X, lo, hi, h - 8);
   // a span past the right edge is drawn as a sliver there, its times in its tooltip
   const span = (y, from, to, fill, cls, title) => svg.append(el("svg:rect", {
     x: X(from), y: y + 2, width: Math.max(1, X(to) - X(from)), height: 10, fill, class: cls }, el("svg:title", {}, title)));
@@ -328,10 +347,7 @@ function audioStrip(audio, anchors) {
       el("svg:title", {}, `${a.label}: ${ms(a.v)} ms`)));
     if (key) svg.append(el("svg:text", { x: X(a.v), y: pad.t - 5, "text-anchor": "middle" }, a.name === "t0" ? "t0" : "heard"));
   }
-  for (let i = 0; i <= 5; i++) {
-    const v = lo + (hi - lo) * i / 5;
-    svg.append(el("svg:text", { x: X(v), y: h - 8, "text-anchor": "middle" }, `${Math.round(v)} ms`));
-  }
+  ticks(svg, X, lo, hi, h - 8);
   const head = el("svg:line", { class: "playhead", x1: X(lo), x2: X(lo), y1: pad.t - 4, y2: h - 22 });
   svg.append(head);
   const player = el("audio", { controls: "", preload: "metadata", src: audio.src, class: "turn-audio" });
@@ -405,8 +421,8 @@ function compareMain() {
   const root = document.getElementById("app");
   root.append(compareHead(runs));
   const series = runs.flatMap((run, r) => DATA.headline.map((key, k) =>
-    ({ label: `${"AB"[r]} ${metricLabel[key]}`, turns: run.turns, key, color: COLORS[r], dash: k ? "5,3" : null })));
-  root.append(el("div", { class: "plots" }, el("div", { class: "plot" }, el("h3", {}, "CDFs of both runs (failed turns never arrive)"), cdfPlot(series))));
+    ({ label: `${"AB"[r]} ${metricLabel[key]}`, turns: run.turns, key, color: COLORS[r], dash: k ? [6, 4] : null })));
+  root.append(el("div", { class: "plots" }, el("div", { class: "plot" }, el("h3", {}, "CDFs of both runs (failed turns never arrive)"), cdfChart(series))));
   root.append(el("h2", {}, "Turns that changed most (correctness first, then latency)"), changedTurns(runs));
 }
 
@@ -421,9 +437,9 @@ function main() {
   root.append(head());
   const plots = el("div", { class: "plots" },
     el("div", { class: "plot" }, el("h3", {}, "CDFs (failed turns never arrive)"),
-      cdfPlot(DATA.headline.map((key, k) => ({ label: metricLabel[key], turns, key, color: COLORS[k] })))),
-    el("div", { class: "plot" }, el("h3", {}, "where the wait went, per turn"), stagePlot(turns)),
-    el("div", { class: "plot" }, el("h3", {}, "latency against transcript length"), scatterPlot(turns)));
+      cdfChart(DATA.headline.map((key, k) => ({ label: metricLabel[key], turns, key, color: COLORS[k] })))),
+    el("div", { class: "plot" }, el("h3", {}, "where the wait went, per turn"), stageChart(turns)),
+    el("div", { class: "plot" }, el("h3", {}, "latency against transcript length"), scatterChart(turns)));
   root.append(plots, el("h2", {}, "Turns"));
   const table = turnTable(turns);
   root.append(...table.nodes);
