@@ -12,9 +12,9 @@ import json
 from pathlib import Path
 
 from voice.pipeline.audio import RATE, AudioError, load_audio
-from voice.runs.replay import CallInput
 from voice.pipeline.settings import VadConfig
 from voice.pipeline.turns import Turn, TurnDetector
+from voice.runs.replay import CallInput
 
 
 def detected_turns(samples, config: VadConfig | None = None) -> list[Turn]:

@@ -18,11 +18,11 @@ from pathlib import Path
 
 from voice.pipeline.audio import AUDIO_SUFFIXES, RATE, AudioError, load_audio, probe_audio
 from voice.pipeline.call import Call
-from voice.record.runlog import RunDirError, RunLog
 from voice.pipeline.settings import Settings
 from voice.pipeline.stages import Stages
-from voice.timing.timeline import TurnRecord
 from voice.pipeline.turns import Turn
+from voice.record.runlog import RunDirError, RunLog
+from voice.timing.timeline import TurnRecord
 
 
 class ManifestError(ValueError):

@@ -1,7 +1,8 @@
 """`ttfat serve-agent`: our voice agent on a Twilio-compatible media-stream WebSocket, for a phone provider
 or any media-stream client (`ttfat probe` among them). Each connection is one call through the same
-pipeline as `talk` (voice/pipeline/call.py), its audio through `LineSource` and `LineSpeaker` (voice/runs/line.py),
-into one run directory: a record per turn on the agent's own clock, the summary when the server stops.
+pipeline as `talk` (voice/pipeline/call.py), its audio through `LineSource` and `LineSpeaker`
+(voice/runs/line.py), into one run directory: a record per turn on the agent's own clock, the summary
+when the server stops.
 
 A connection that closes before `start` is no call (a probe checking the URL). The caller's `start` may
 name the call (`customParameters.call`); else the stream's id does. When the caller hangs up (`stop`,
@@ -18,14 +19,14 @@ import time
 from collections.abc import Callable, Sequence
 
 from voice.pipeline.call import Call
-from voice.runs.line import LineSource, LineSpeaker
-from voice.reports.summary import summarize
-from voice.record.runlog import RunLog
 from voice.pipeline.settings import Settings
 from voice.pipeline.stages import Stages
+from voice.pipeline.turns import TurnDetector
+from voice.record.runlog import RunLog
+from voice.reports.summary import summarize
+from voice.runs.line import LineSource, LineSpeaker
 from voice.runs.talk import greet
 from voice.runs.telephony import Media, Start, Stop, Twilio, WireError
-from voice.pipeline.turns import TurnDetector
 
 
 async def answer_call(ws, stages: Stages, settings: Settings, log: RunLog, number: int) -> bool:

@@ -13,12 +13,12 @@ import sys
 import time
 from collections.abc import Sequence
 
-from voice.timing.anchors import ANCHORS
 from voice.pipeline.call import Call
-from voice.reports.summary import summarize
-from voice.record.runlog import RunLog
 from voice.pipeline.settings import Settings
 from voice.pipeline.stages import Stages
+from voice.record.runlog import RunLog
+from voice.reports.summary import summarize
+from voice.timing.anchors import ANCHORS
 from voice.timing.timeline import Event, Timeline
 
 

@@ -8,8 +8,8 @@ before. In it:
 - first audio heard: the first 10 ms of sound (`SILENT_DB`);
 - first useful audio heard: the answer is cut where sound starts again after a silence (a voice pauses
   between clauses), each stretch transcribed on its own with word timestamps and its words cut into
-  clauses by the same chunker and filler rule as our own pipeline (voice/pipeline/chunker.py); the first clause
-  that is not filler starts with its stretch of sound, or, inside one, at its first word (Whisper's
+  clauses by the same chunker and filler rule as our own pipeline (voice/pipeline/chunker.py); the first
+  clause that is not filler starts with its stretch of sound, or, inside one, at its first word (Whisper's
   word times are tens of ms off, the onset of sound is not);
 - complete answer heard: the end of its last sound.
 A caller who starts a turn while the agent is heard barges in: the record says whether the agent fell
@@ -29,11 +29,11 @@ import numpy as np
 
 from voice.pipeline.audio import RATE, resample
 from voice.pipeline.chunker import Chunker
+from voice.pipeline.settings import VadConfig
+from voice.pipeline.turns import Turn, TurnDetector, frame_db
 from voice.runs.probe.session import Session
 from voice.runs.replay import References
-from voice.pipeline.settings import VadConfig
 from voice.timing.timeline import Timeline, TurnLog
-from voice.pipeline.turns import Turn, TurnDetector, frame_db
 
 SILENT_DB = -60.0  # a 10 ms frame of the agent's audio quieter than this is silence (tts/piper.py, LEAD_DB)
 GAP_FRAMES = 12  # 120 ms of silence between sounds: the next sound is an onset (a clause, a new answer)

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from voice.pipeline.audio import AudioError, load_audio
+from voice.pipeline.settings import VadConfig
+from voice.record.runlog import RunLog
 from voice.runs.probe.listening import Listener, write_turns
 from voice.runs.probe.session import call
 from voice.runs.replay import CallInput, References, failed_records, opened
-from voice.record.runlog import RunLog
-from voice.pipeline.settings import VadConfig
 from voice.runs.telephony import protocol
 from voice.timing.timeline import Timeline
 

@@ -1,5 +1,5 @@
-"""One call to a voice agent over its media-stream WebSocket (voice/runs/telephony.py), as a phone line makes it:
-the caller's audio goes out at its real pace, 20 ms a message, silence included (and silence after
+"""One call to a voice agent over its media-stream WebSocket (voice/runs/telephony.py), as a phone line makes
+it: the caller's audio goes out at its real pace, 20 ms a message, silence included (and silence after
 the recording ends, until the agent has been quiet for `linger_s`); what comes back is stamped on
 arrival and played out (`Playout`). Everything is on the probe's monotonic clock: sample 0 of the
 caller's audio was "captured" at `origin_ns`, 20 ms before its message went out.
@@ -11,8 +11,6 @@ raises (`ProbeConnectError`).
 
 from __future__ import annotations
 
-from llm.clock import ns
-
 import asyncio
 import contextlib
 import time
@@ -20,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from llm.clock import ns
 from voice.pipeline.audio import RATE, resample
 from voice.runs.probe.playout import Playout
 from voice.runs.telephony import FRAME_MS, Clear, Mark, Media, Pcm, Twilio, WireError
