@@ -5,6 +5,8 @@ behaving) the one way a test needs, in a thread of their own.
   answer, in the bundled piper voice, as μ-law media messages sent at once (a provider buffers them),
   and `clear`s them when the caller starts speaking over it; it records when it sent each, so a test
   knows when the answer really started;
+- `sounds`: answers each caller turn the same way with sound that holds no words: a noise burst, a
+  click, a tone and a breath, half a second apart;
 - `silent`: listens, never speaks;
 - `hangs_up`: closes its first call `after_s` into it; later calls it only listens to;
 - `garbage` / `oversized`: sends a message that is not JSON / one larger than a probe accepts;
@@ -51,6 +53,8 @@ class Peer:
                 (t, resample(to_float(self.voice.speak(t).audio), rate, self._wire().rate))
                 for t in (FILLER, ANSWER)
             ]
+        if self.behaviour == "sounds":
+            self.clips = wordless(self._wire().rate)
         ready = threading.Event()
         self._thread = threading.Thread(target=lambda: asyncio.run(self._serve(ready)), daemon=True)
         self._thread.start()
@@ -96,7 +100,7 @@ class Peer:
                     await ws.send("this is not JSON")
                 if self.behaviour == "oversized" and elapsed > self.after_s:
                     await ws.send("x" * (2 << 20))
-                if self.behaviour != "speaks":
+                if self.behaviour not in ("speaks", "sounds"):
                     continue
                 parsed = wire.parse(message)
                 if not isinstance(parsed, Media):
@@ -115,7 +119,8 @@ class Peer:
                         speaking_until = 0
 
     async def _reply(self, ws, wire: Twilio | Pcm) -> int:
-        """Send the filler, a gap and the answer at once; returns when they end playing."""
+        """Send its clips (the filler and the answer, or the sounds), each followed by a gap, at once;
+        returns when they end playing."""
         silence = np.zeros(int(wire.rate * GAP_S), np.float32)
         start = time.monotonic_ns()
         for text, line in self.clips:
@@ -125,3 +130,18 @@ class Peer:
                 for i in range(0, len(audio), step):
                     await ws.send(wire.agent_media(audio[i : i + step]))
         return start + sum(len(line) + len(silence) for _, line in self.clips) * 1_000_000_000 // wire.rate
+
+
+def wordless(rate: int) -> list[tuple[str, np.ndarray]]:
+    """Sounds an agent may make that hold no words (tiny.en hears none in any of them), at `rate`."""
+    noise = np.random.default_rng(0).normal
+    n = lambda s: int(rate * s)  # noqa: E731
+    click = np.zeros(n(0.01), np.float32)
+    click[: n(0.0025)] = 0.8
+    tone = 0.3 * np.sin(2 * np.pi * 440 * np.arange(n(0.4)) / rate)
+    return [
+        ("burst", noise(0, 0.3, n(0.15)).clip(-1, 1).astype(np.float32)),
+        ("click", click),
+        ("tone", tone.astype(np.float32)),
+        ("breath", (noise(0, 0.05, n(0.3)) * np.hanning(n(0.3))).astype(np.float32)),
+    ]

@@ -147,6 +147,21 @@ def test_a_call_the_agent_hangs_up_fails_its_remaining_turns_and_the_other_call_
     assert summary["metrics"]["ttfat_ms"]["n"] == 0 and "ttfat_ms" in summary["unseen"]
 
 
+def test_sound_without_words_is_that_turns_answer_and_the_run_goes_on(tmp_path, listener):
+    """The agent answers every turn with a noise burst, a click, a tone and a breath: each turn is
+    recorded as sound heard with no words in it (never a useful answer), and the next call is made."""
+    folder = clip(tmp_path / "calls", "call01", 11.0, "a")
+    clip(folder, "call03", 6.0, "b")
+    with Peer("sounds") as peer:
+        records = probe(peer.url, folder, tmp_path / "run", listener)
+    assert peer.calls == 2 and [r["call"] for r in records] == ["a", "a", "b"]
+    for r in records:
+        assert r["status"] == "no_answer" and r["error"] == "sound, but no words, was heard", r
+        assert r["first_audio_ms"] is not None and r["first_useful_audio_ms"] is None
+        assert r["answer"] == "" and r["clauses"] == [] and not r["order_violations"]
+    assert read_run(tmp_path / "run")[1]["turns"] == 3
+
+
 @pytest.mark.parametrize(
     ("behaviour", "reason"),
     [

@@ -200,8 +200,8 @@ async def _answer(heard: Heard, t0: int, hi: int, listener: Listener) -> Answer:
         for i, clause in enumerate([*clauses, *chunker.flush()]):
             at = a if i == 0 else min(max(clause.first_token_ns, a), b - 1)
             spans.append({"text": clause.text, "filler": clause.filler, "heard": at})
-    for span, after in zip(spans, [*(s["heard"] for s in spans[1:]), last], strict=True):
-        span["end"] = after
+    for i, span in enumerate(spans):  # each clause ends where the next is heard, the last with the sound
+        span["end"] = spans[i + 1]["heard"] if i + 1 < len(spans) else last
     useful = next((s for s in spans if not s["filler"]), None)
     if useful is not None:
         anchors["first_useful_audio_heard"] = useful["heard"]
