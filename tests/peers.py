@@ -28,7 +28,7 @@ from voice.pipeline.settings import VadConfig
 from voice.pipeline.turns import Turn, TurnDetector
 from voice.runs.telephony import Media, Pcm, Twilio
 
-FILLER = "One moment."
+FILLER = "Let me pull that up for you."  # a stall phrase no list of ours holds: judged by meaning
 ANSWER = "Your order shipped on Monday with DHL, and it should arrive on Friday, December fourth."
 GAP_S = 0.5  # of silence between the filler and the answer
 

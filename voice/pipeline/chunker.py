@@ -8,9 +8,10 @@ With `split_first`, the first clause of each LLM call also ends before "and", "b
 it has `min_words` words: the caller waits for that clause's synthesis, which grows with its length
 ("Your order is still processing | and ships on Thursday,"); later clauses are synthesized while
 earlier ones play. Never inside an amount ("twelve dollars and ninety eight cents").
-A *filler* clause ("Sure.", "One moment.", "Let me check.") carries no answer: the first clause that is
-not filler is where the first *useful* token and the first *useful* audio are (docs/timing.md). Besides
-these common ones, an agent names its own fillers (what its model says before a tool call).
+A *filler* clause ("Sure.", "One moment.", "Let me check that for you.") carries no answer: the first
+clause that is not filler is where the first *useful* token and the first *useful* audio are
+(docs/timing.md). Fillers are judged by what they do (voice/pipeline/fillers.py); an agent may name its
+own besides.
 """
 
 from __future__ import annotations
@@ -19,50 +20,13 @@ import re
 from dataclasses import dataclass
 
 from asr.whisper import has_number
+from voice.pipeline.fillers import is_filler
 
-FILLERS = (
-    "sure",
-    "okay",
-    "ok",
-    "alright",
-    "all right",
-    "right",
-    "certainly",
-    "of course",
-    "got it",
-    "one moment",
-    "one second",
-    "just a moment",
-    "just a second",
-    "hold on",
-    "give me a second",
-    "let me check",
-    "let me check that",
-    "let me look",
-    "let me look that up",
-    "let me look that up for you",
-    "let me see",
-    "well",
-    "so",
-    "hmm",
-    "um",
-    "uh",
-)
 # after a digit, "." may be a decimal point still streaming in ("4." then "99"): wait for a space
 _END = re.compile(r"(?<!\d)[.!?](?=\s|$)|(?<=\d)[.!?](?=\s)")
 _SOFT = re.compile(r"[,;:](?=\s|$)")
 # a conjunction whose next word is complete; after "and", a number word continues an amount
 _CONJUNCTION = re.compile(r"\s(?=(?:and|but|so|or)\s+([a-z]+)[\s,.;:!?])", re.IGNORECASE)
-
-
-def _words(text: str) -> str:
-    return " ".join(re.sub(r"[^a-z' ]", " ", text.lower()).split())
-
-
-def is_filler(text: str, own: tuple[str, ...] = ()) -> bool:
-    """Whether a clause carries no answer: a common filler, one of the agent's `own`, or no words."""
-    words = _words(text)
-    return not words or words in FILLERS or words in map(_words, own)
 
 
 @dataclass

@@ -142,7 +142,7 @@ async def write_turns(
             log.emit("turn_done", at(end), status="error")
             continue
         log.emit("t0", at(t0))
-        if k and heard.loud[start : start + 1].any():
+        if k and heard.loud[max(0, start - GAP_FRAMES) : start + 1].any():  # a pause between words too
             stop = heard.silence(start, end)
             log.note(
                 barge_in={
