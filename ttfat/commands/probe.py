@@ -75,8 +75,8 @@ def add_parser(sub) -> None:
         action="append",
         default=[],
         metavar="PHRASE",
-        help="a phrase of the agent's that carries no answer, besides the common ones ('one "
-        "moment', 'let me check'...); repeat for more",
+        help="a phrase of the agent's that carries no answer, besides what the filler rule judges "
+        "filler by meaning ('one moment', 'let me pull that up for you'...); repeat for more",
     )
     p.add_argument(
         "--concurrency",
