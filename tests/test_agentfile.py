@@ -367,7 +367,11 @@ def test_ab_against_two_local_servers_alternates_calls_and_prints_the_comparison
     first_event = {}
     for arm in ("bundled", "bundled-ar"):
         assert {t["call"] for t in records(out / arm)} == {"call02", "call07"}
-        assert all(t["status"] == "ok" for t in records(out / arm))
+        # every turn answered, but where the answer was only a stall: the AR twin says "Let me check that
+        # product" to the dog bed's price and nothing more, which no caller hears as an answer
+        stalled = "the answer held only filler"
+        assert all(t["status"] == "ok" or t["error"] == stalled for t in records(out / arm))
+        assert arm == "bundled-ar" or all(t["status"] == "ok" for t in records(out / arm))
         env = json.loads((out / arm / "summary.json").read_text())["environment"]
         assert env["llm"]["model"] == arm and env["ab"]["order per call"] == [
             ["bundled", "bundled-ar"],
