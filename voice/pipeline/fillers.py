@@ -57,12 +57,18 @@ def rules() -> Rules:
     )
 
 
+@cache
+def _said(own: tuple[str, ...]) -> frozenset[str]:
+    """An agent's own fillers as words, once (a streamed answer asks at every comma)."""
+    return frozenset(map(words, own))
+
+
 def is_filler(text: str, own: tuple[str, ...] = ()) -> bool:
     """Whether a clause carries no answer: no words, a common filler or one of the agent's `own` said
     alone, or a stall that nothing else in the clause says anything beside. (Acknowledgements alone are
     not: "Thanks." may be the whole answer to "Thanks, goodbye.")"""
     said, r = words(text), rules()
-    if not said or said in r.alone or said in map(words, own):
+    if not said or said in r.alone or said in _said(own):
         return True
     if r.caller_does.search(said) or any(c.isdigit() for c in said) or text.rstrip().endswith("?"):
         return False  # an instruction, a number, a question to the caller
