@@ -84,12 +84,13 @@ def is_filler(text: str, own: tuple[str, ...] = ()) -> bool:
         if m.group("hold") or m.group("work"):
             stalls += 1
             free, asking = (r.object_words if m.group("work") else 0), False
-        elif m.group("ack"):
+        elif m.group("ack") or asking:  # the question looked into says nothing of its own
             continue
-        elif asking or word in r.around and not (free and word in r.asks):
-            free = r.object_words if word == "while" and stalls else free  # "one moment while the..."
         elif free and word in r.asks:
             asking = True
+        elif word in r.around:
+            if word == "while" and stalls:  # "one moment while the system loads"
+                free = r.object_words
         elif free and word not in r.content and not word.endswith("ed"):
             free -= 1
         else:
