@@ -125,7 +125,7 @@ class TurnRecord:
         t0 = self.anchors.get("t0")
         if t0 is None or (anchor is not None and anchor not in self.anchors):
             return None
-        return ms(t0, self.anchors[anchor] if anchor else t0, None)
+        return 0.0 if anchor is None else ms(t0, self.anchors[anchor], None)
 
     def ms(self) -> dict[str, float | None]:
         """Every anchor's metric in milliseconds from t0; None where the anchor was never reached."""
