@@ -31,6 +31,7 @@ from voice.record.runlog import read_run
 from voice.reports.summary import text_report, tool_correct
 from voice.runs.replay import find_calls, run
 from voice.timing.anchors import METRICS
+from voice.timing.facts import fact_stated
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -78,7 +79,8 @@ def assert_complete(turn: dict) -> None:
     assert turn["status"] == "ok", turn
     assert turn["order_violations"] == []
     cut = turn.get("barge_in_stop_ms") is not None  # the caller spoke over it: never heard to the end
-    assert all(turn[m] is not None for m in METRICS.values() if not (cut and m == "complete_ms")), turn
+    unsure = {"first_fact_ms"} | ({"complete_ms"} if cut else set())  # facts: where a manifest names them
+    assert all(turn[m] is not None for m in METRICS.values() if m not in unsure), turn
     assert turn["transcript"] and turn["answer"] and turn["asr_compute_ms"] > 0
     assert turn["answered_by"] == "llm"
     # the LLM's part of the wait, from our server's own timings
@@ -89,8 +91,13 @@ def assert_complete(turn: dict) -> None:
 
 def test_realtime_replay_of_a_recorded_call_end_to_end(tmp_path, models, server):
     (call,) = [c for c in find_calls(["recordings"]) if c.name == "call10"]
+    manifest = tmp_path / "manifest.jsonl"  # the call with its references: the facts its answers hold
+    line = next(
+        r for r in map(json.loads, (ROOT / "recordings" / "manifest.jsonl").open()) if r["call"] == "call10"
+    )
+    manifest.write_text(json.dumps({**line, "file": str(ROOT / "recordings" / line["file"])}) + "\n")
     start = time.monotonic()
-    turns, summary, out = replay(tmp_path, models, server, ["recordings/call10.flac"], mode="realtime")
+    turns, summary, out = replay(tmp_path, models, server, [manifest], mode="realtime")
     wall = time.monotonic() - start
     assert wall >= 11.0  # realtime: the call's audio takes its own length to arrive
     assert len(turns) == len(call.reference) == 2
@@ -117,6 +124,16 @@ def test_realtime_replay_of_a_recorded_call_end_to_end(tmp_path, models, server)
         assert turn["words_final_ms"] <= turn["tts_first_audio_ms"]
     assert summary["success_rate"] == 1.0 and summary["metrics"]["ttfat_ms"]["n"] == 2
     assert (out / "summary.json").is_file()
+    # the caller's question answered: the first fact heard is where the clause that says it was heard
+    for turn in turns:
+        if any(fact_stated(turn["answer"], f) for f in turn["reference"]["facts"]):
+            assert any(
+                turn["first_fact_ms"] == pytest.approx(c["heard_ms"], abs=0.01) for c in turn["clauses"]
+            )
+            assert turn["first_fact_ms"] >= turn["first_audio_ms"]
+        else:
+            assert turn["first_fact_ms"] is None
+    assert summary["metrics"]["first_fact_ms"]["n"] == 2
 
 
 def test_fast_mode_gives_the_same_conversation_much_faster(tmp_path, models, server):

@@ -10,11 +10,13 @@ from ttfat.cli import main
 from voice.record.runlog import RunLog, read_run
 from voice.reports.summary import (
     INF,
+    compare_report,
     expected_tools,
     facts_correct,
     percentile,
     quality,
     summarize,
+    text_report,
     tool_correct,
     wer,
 )
@@ -146,3 +148,23 @@ def test_only_the_projects_own_errors_print_as_one_line(tmp_path, monkeypatch, c
     monkeypatch.setattr(report_command, "run", bug)
     with pytest.raises(ValueError, match="a bug in ttfat"):  # a bug keeps its traceback
         main(["report", str(tmp_path)])
+
+
+def test_first_fact_heard_is_over_the_turns_with_facts_and_a_fact_never_heard_counts():
+    """A turn whose reference names no facts is not in it; one that names facts the caller never heard
+    counts as never, answered or not. A row no turn has is left out of the report and of compare."""
+    ref = lambda facts: {"text": "", "expected_tool": None, "facts": facts}  # noqa: E731
+    turns = [
+        turn(0, 100.0, first_fact_ms=500.0, reference=ref(["shipped"])),
+        turn(1, 100.0, first_fact_ms=700.0, reference=ref(["DHL"])),
+        turn(2, 100.0, reference=ref(["Friday"])),  # answered, the fact never said
+        turn(3, 100.0, reference=ref([])),  # a greeting: nothing to hear
+        turn(4, 100.0),
+    ]
+    s = summarize(turns)
+    assert s["metrics"]["first_fact_ms"] == {"p50": 700.0, "p95": INF, "p99": INF, "max": INF, "n": 3}
+    assert "first fact heard" in text_report(s)
+    without = summarize([turn(0, 100.0)])
+    assert without["metrics"]["first_fact_ms"]["n"] == 0 and "first fact heard" not in text_report(without)
+    assert "first fact heard" in compare_report(s, without, "a", "b")
+    assert "first fact heard" not in compare_report(without, without, "a", "b")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from voice.timing.timeline import CallClock, Timeline, TurnRecord, waiting_on
+from voice.timing.timeline import CallClock, Timeline, TurnLog, TurnRecord, waiting_on
 
 MS = 1_000_000
 
@@ -207,3 +207,28 @@ def test_what_the_caller_waited_on_at_the_endpoint_is_the_first_work_still_to_en
     assert waiting_on(confirming) == ("ASR second pass", 700.0)
     assert waiting_on({**ready, "ttfat_ms": 350.0, "first_useful_token_ms": 350.0}) == ("LLM and tools", 50.0)
     assert waiting_on({**ready, "first_useful_audio_ms": None}) is None  # never heard: nothing to place
+
+
+def test_the_first_fact_heard_is_where_the_clause_that_says_one_was_heard():
+    """From the clauses heard and the reference's facts: whatever came first (a filler), a fact said
+    across two clauses counts where it is complete, a regex fact too; no facts, no anchor."""
+
+    def heard(facts: list | None, *clauses: str) -> float | None:
+        tl = Timeline("c", clock=lambda: 0)
+        tl.emit(0, "t0", t_ns=1_000_000_000)
+        log = TurnLog(tl, 0)
+        log.note(reference=None if facts is None else {"text": "", "facts": facts})
+        tl.emit(0, "first_audio_heard", t_ns=1_400_000_000)
+        for i, text in enumerate(clauses):
+            at = 1_000_000_000 + (i + 1) * 400_000_000
+            tl.emit(0, "clause", t_ns=at, text=text, filler=False, heard_ns=at, end_ns=at + 300_000_000)
+        log.fact_heard()
+        return tl.turns[0].to_dict()["first_fact_ms"]
+
+    said = ("One moment.", "Your order shipped with", "DHL, on Monday.")
+    assert heard(["Monday", "DHL"], *said) == 1200.0  # the first of them heard, not the first listed
+    assert heard(["shipped with DHL"], *said) == 1200.0  # across two clauses: complete in the third
+    assert heard(["shipped"], *said) == 800.0
+    assert heard([{"regex": r"ship+ed"}], *said) == 800.0
+    assert heard(["FedEx"], *said) is None  # never said
+    assert heard([], *said) is None and heard(None, *said) is None  # nothing to hear

@@ -157,6 +157,12 @@ def run(args: argparse.Namespace) -> int:
         "heard by": str(transcriber.path),
         "fillers added": list(args.filler),
     }
+    given = sum(bool(c.reference) for c in calls)
+    probed["caller turns"] = (
+        "the manifest's" if given == len(calls) else "found by the turn detector in the audio sent"
+    )
+    if 0 < given < len(calls):
+        probed["caller turns"] = f"the manifest's in {given} of {len(calls)} calls, else the turn detector's"
     if line.protocol == "pcm":
         probed["rate"] = line.rate
     env = environment(probe=probed, mode="realtime", concurrency=args.concurrency, inputs=args.paths)
@@ -164,6 +170,6 @@ def run(args: argparse.Namespace) -> int:
     summary = asyncio.run(probe(calls, line, listener, out, args.concurrency, env, mirrors, args.resume))
     print(text_report(summary))
     if args.html:
-        write_html(out, args.html, summary, audio=False)
+        write_html(out, args.html, summary)
     print(f"\nrun directory: {out}  (ttfat report {out}; ttfat compare RUN {out})")
     return 0

@@ -51,6 +51,14 @@ class CallAudio:
         self.frames: list[np.ndarray] = []
         self.pieces: list[tuple[int, np.ndarray, int]] = []  # (heard from, samples, their rate)
 
+    @classmethod
+    def whole(cls, origin_ns: int, caller: np.ndarray, agent: np.ndarray) -> CallAudio:
+        """A call whose two sides are known whole once it is over, both at RATE from `origin_ns` (what a
+        probe sent and heard: voice/runs/probe/)."""
+        audio = cls()
+        audio.origin_ns, audio.frames, audio.pieces = origin_ns, [caller], [(origin_ns, agent, RATE)]
+        return audio
+
     def heard(self, frame: np.ndarray, origin_ns: int) -> None:
         if self.origin_ns is None:
             self.origin_ns = origin_ns

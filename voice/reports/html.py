@@ -18,7 +18,7 @@ from importlib import resources
 
 from voice.record.turnaudio import for_page
 from voice.reports.summary import compare_report, expected_tools, facts_correct, text_report, tool_correct
-from voice.timing.anchors import ANCHORS, HEADLINE, STAGES
+from voice.timing.anchors import ANCHORS, HEADLINE, METRICS, OUTSIDE_HEADLINE, STAGES
 
 
 def _page(name: str) -> str:
@@ -49,12 +49,16 @@ def correct(turn: dict) -> bool | None:
     return tool_correct(turn, expected_tools(ref)) and facts_correct(turn, ref.get("facts") or [])
 
 
-def _page_with(data: dict, title: str, environment: dict, text: str) -> str:
+def _page_with(data: dict, title: str, environment: dict, text: str, outside: bool) -> str:
+    """`outside`: a probe's run (or two), which leads with what a caller hears (anchors.OUTSIDE_HEADLINE)."""
+    headline = OUTSIDE_HEADLINE if outside else HEADLINE
     data = {
         **data,
         "anchors": [{"name": a.name, "metric": a.metric, "label": a.label} for a in ANCHORS],
         "stages": [{"key": s.key, "label": s.label} for s in STAGES],
-        "headline": list(HEADLINE),
+        "headline": list(headline),
+        # the CDFs: the moments a caller waits on (an answer's end is as late as it is long)
+        "cdf": [k for k in headline if k != METRICS["last_audio_heard"]],
     }
     values = {  # the files of page/ go in as they are: none holds a "</" that would end its element
         "title": html.escape(title),
@@ -89,7 +93,8 @@ def html_report(turns: list[dict], summary: dict, title: str = "", audio: dict |
     turns = [_with_audio(t, audio.get((t.get("call"), t.get("turn")))) for t in turns]
     data = {"turns": turns, "summary": _without_environment(summary)}
     title = title or f"{summary.get('turns', len(turns))} turns"
-    return _page_with(data, title, summary.get("environment", {}), text_report(summary))
+    outside = summary.get("measured_from") == "outside"
+    return _page_with(data, title, summary.get("environment", {}), text_report(summary), outside)
 
 
 def compare_page(runs: list[tuple[str, list[dict], dict]]) -> str:
@@ -99,4 +104,6 @@ def compare_page(runs: list[tuple[str, list[dict], dict]]) -> str:
                          "turns": [{**t, "correct": correct(t)} for t in turns]}
                         for name, turns, summary in runs]}  # fmt: skip
     environment = {name: summary.get("environment", {}) for name, _, summary in runs}
-    return _page_with(data, f"{name_a} against {name_b}", environment, compare_report(a, b, name_a, name_b))
+    outside = all(s.get("measured_from") == "outside" for s in (a, b))
+    text = compare_report(a, b, name_a, name_b)
+    return _page_with(data, f"{name_a} against {name_b}", environment, text, outside)

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import textwrap
 
-from voice.timing.anchors import ANCHORS, HEADLINE, OUTSIDE, STAGES
+from voice.timing.anchors import ANCHORS, HEADLINE, METRICS, OUTSIDE, STAGES
+from voice.timing.facts import fact_stated, normalize
 from voice.timing.timeline import STATUSES, stage_durations, tool_ms
 
 INF = float("inf")
@@ -27,6 +27,7 @@ DURATIONS = [(s.key, s.label, f"{s.start or 't0'} -> {s.end}") for s in STAGES] 
     ("llm_ttfat_ms", "LLM TTFAT", "request -> first answer token"),
 ]
 FROM_T0 = {metric for metric, _ in LATENCY} | {"endpoint_ms"}
+FIRST_FACT = METRICS["first_fact_heard"]
 LEGEND = (
     "TTFAT counts from t0, the end of the caller's speech. LLM TTFAT counts from the LLM request of the "
     "call that answered, as Pipecat's TTFAT does; LLM wait is how long the caller waited on the LLM "
@@ -37,7 +38,6 @@ OUTSIDE_LEGEND = (
     "The endpoint, ASR, the LLM (TTFAT), tools and TTS happen inside the agent and are not seen: their rows "
     "are left out, as are the caller's words as the agent heard them (WER) and its tool calls."
 )
-DIGIT_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -56,13 +56,17 @@ def value(turn: dict, key: str) -> float | None:
 
 
 def metric_values(turns: list[dict], key: str) -> list[float]:
+    """Every turn's figure, a failed turn's missing one as never (inf). First fact heard is over the
+    turns whose reference names facts, and one in which none was heard counts as never, answered or not."""
+    if key == FIRST_FACT:
+        turns = [t for t in turns if (t.get("reference") or {}).get("facts")]
     values = []
     for t in turns:
         v = value(t, key)
         if v is not None:
             values.append(v)
-        elif t["status"] != "ok" and key in FROM_T0:
-            values.append(INF)  # a failed turn never got there: it counts, as never
+        elif key in FROM_T0 and (t["status"] != "ok" or key == FIRST_FACT):
+            values.append(INF)  # never got there: it counts, as never
     return values
 
 
@@ -114,12 +118,6 @@ def summarize(turns: list[dict], environment: dict | None = None) -> dict:
 
 
 # --- quality ----------------------------------------------------------------------------------------
-
-
-def normalize(text: str) -> list[str]:
-    """Words for WER: lowercase, no punctuation, each digit as its word ("4217" -> four two one seven)."""
-    text = re.sub(r"\d", lambda m: f" {DIGIT_WORDS[int(m.group())]} ", text.lower())
-    return re.sub(r"[^a-z' ]+", " ", text.replace("-", " ")).split()
 
 
 def edit_distance(a: list[str], b: list[str]) -> int:
@@ -178,13 +176,6 @@ def expected_tools(reference: dict) -> list[dict]:
 def tool_correct(turn: dict, expected: list[dict]) -> bool:
     made = turn.get("tool_calls") or []
     return len(made) == len(expected) and all(map(tool_matches, made, expected))
-
-
-def fact_stated(answer: str, fact: str | dict) -> bool:
-    """A fact is a string the answer must contain (as words), or ``{"regex": ...}`` it must match."""
-    if isinstance(fact, dict):
-        return re.search(fact["regex"], answer, flags=re.IGNORECASE) is not None
-    return " ".join(normalize(fact)) in " ".join(normalize(answer))
 
 
 def facts_correct(turn: dict, facts: list[str | dict]) -> bool:
@@ -253,10 +244,16 @@ def llm_share_line(summary: dict) -> str:
     )
 
 
+def metric(summary: dict, key: str) -> dict:
+    """A summary's figures for `key` (none in a summary written before the metric was)."""
+    return summary["metrics"].get(key) or stats([])
+
+
 def text_report(summary: dict) -> str:
-    metrics, unseen = summary["metrics"], set(summary.get("unseen", ()))  # older summaries lack it
-    latency = [(k, label, "from t0", metrics[k]) for k, label in LATENCY if k not in unseen]
-    durations = [(k, label, what, metrics[k]) for k, label, what in DURATIONS if k not in unseen]
+    unseen = set(summary.get("unseen", ()))  # older summaries lack it
+    seen = lambda k: k not in unseen and metric(summary, k)["n"]  # noqa: E731  (no turn has it: no row)
+    latency = [(k, label, "from t0", metric(summary, k)) for k, label in LATENCY if seen(k)]
+    durations = [(k, label, what, metric(summary, k)) for k, label, what in DURATIONS if seen(k)]
     lines = [
         f"{summary['calls']} calls, {summary['turns']} turns, success {pct(summary['success_rate'])} "
         f"({', '.join(f'{k} {v}' for k, v in summary['statuses'].items() if v)})",
@@ -313,7 +310,9 @@ def compare_report(a: dict, b: dict, name_a: str, name_b: str) -> str:
     ]
     rows = LATENCY + [(k, label) for k, label, _ in DURATIONS if k not in dict(LATENCY)]
     for key, label in rows:
-        ma, mb = a["metrics"][key], b["metrics"][key]
+        ma, mb = metric(a, key), metric(b, key)
+        if not (ma["n"] or mb["n"]):
+            continue  # neither run saw it (a probe's unseen rows, first fact heard without facts)
         cells = ""
         for p in ("p50", "p95"):
             va, vb = ma[p], mb[p]
@@ -321,10 +320,11 @@ def compare_report(a: dict, b: dict, name_a: str, name_b: str) -> str:
             cells += f"{fmt(va):>8}{fmt(vb):>8}{'-' if ratio is None else f'{ratio:.2f}':>7} "
         lines.append(f"{label:<27}{cells}")
     sa, sb = a["llm_share"], b["llm_share"]
-    lines.append(
-        f"{'LLM share of the wait':<27}{pct(sa['p50']):>8}{pct(sb['p50']):>8}{'':>7} "
-        f"{pct(sa['p95']):>8}{pct(sb['p95']):>8}"
-    )
+    if sa["n"] or sb["n"]:
+        lines.append(
+            f"{'LLM share of the wait':<27}{pct(sa['p50']):>8}{pct(sb['p50']):>8}{'':>7} "
+            f"{pct(sa['p95']):>8}{pct(sb['p95']):>8}"
+        )
     qa, qb = a["quality"], b["quality"]
     lines.append("")
     for key, label in [
@@ -332,11 +332,14 @@ def compare_report(a: dict, b: dict, name_a: str, name_b: str) -> str:
         ("tool_call_accuracy", "tool calls"),
         ("fact_accuracy", "answer facts"),
     ]:
-        lines.append(f"{label:<27}{pct(qa[key]):>8}{pct(qb[key]):>8}")
+        if qa[key] is not None or qb[key] is not None:
+            lines.append(f"{label:<27}{pct(qa[key]):>8}{pct(qb[key]):>8}")
     lines.append(f"{'success rate':<27}{pct(a['success_rate']):>8}{pct(b['success_rate']):>8}")
     outside = [name for name, s in (("A", a), ("B", b)) if s.get("measured_from") == "outside"]
     if outside:
         side = " and ".join(outside)
-        whose = "their" if len(outside) == 2 else "its"
-        lines.append(f"{side} measured from outside (ttfat probe): {whose} '-' rows cannot be seen there")
+        said = "what only an agent sees is left out"
+        if len(outside) == 1:
+            said = "its '-' rows cannot be seen there"
+        lines.append(f"{side} measured from outside (ttfat probe): {said}")
     return "\n".join(lines)

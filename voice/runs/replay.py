@@ -112,6 +112,12 @@ class References:
         ref = self.turns[best]
         return {"reference": ref, "t0_error_ms": round((end - ref["speech_end_s"]) * 1000, 1)}
 
+    def take_all(self) -> list[dict]:
+        """Every reference turn, each its own match: a probe with a manifest is the caller
+        (voice/runs/probe/listening.py), its turns are the references."""
+        self.used = set(range(len(self.turns)))
+        return self.turns
+
     def missed(self) -> list[dict]:
         return [r for i, r in enumerate(self.turns) if i not in self.used]
 

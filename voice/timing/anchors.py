@@ -82,6 +82,15 @@ ANCHORS: tuple[Anchor, ...] = (
         outside=True,
     ),
     Anchor(
+        # the clause that says the first of the turn's expected facts (a manifest's), whatever came before
+        # it: the caller's question answered (voice/timing/facts.py)
+        "first_fact_heard",
+        "first_fact_ms",
+        "first fact heard",
+        ("first_audio_heard",),
+        outside=True,
+    ),
+    Anchor(
         "last_audio_heard",
         "complete_ms",
         "complete answer heard",
@@ -95,6 +104,8 @@ METRICS = {a.name: a.metric for a in ANCHORS if a.metric}  # anchor -> metric ke
 WAITS = tuple(a for a in ANCHORS if a.waits)  # the way from the endpoint to the first useful words heard
 # The two figures the product is about: the model's first answer token and the first useful words heard.
 HEADLINE = ("ttfat_ms", "first_useful_audio_ms")
+# What a probe's report leads with: every moment it hears, from the first sound to the answer's end.
+OUTSIDE_HEADLINE = tuple(a.metric for a in ANCHORS if a.outside and a.metric)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from llm.clock import ms
 from voice.timing.anchors import ANCHORS, BY_NAME, METRICS, STAGES, WAITS
 from voice.timing.events import known
+from voice.timing.facts import first_fact
 
 STATUSES = ("ok", "timeout", "error", "no_answer")
 
@@ -309,6 +310,14 @@ class TurnLog:
     def answered(self, answer: str, tool_calls: list[dict], answered_by: str) -> None:
         self.record.answer, self.record.tool_calls = answer, tool_calls
         self.note(answered_by=answered_by)
+
+    def fact_heard(self) -> None:
+        """`first_fact_heard` where the clause that says the first of the reference's facts was heard
+        (voice/timing/facts.py); nothing without facts to hear, or when none was said."""
+        facts = (self.record.info.get("reference") or {}).get("facts") or []
+        heard = [c for c in self.record.clauses if c.get("heard_ns") is not None]
+        if (i := first_fact([c.get("text", "") for c in heard], facts)) is not None:
+            self.emit("first_fact_heard", heard[i]["heard_ns"])
 
     def set_status(self, status: str, error: str | None = None) -> None:
         """How the turn ended (a record starts "ok"): why it failed, or was never answered."""

@@ -27,6 +27,12 @@ function ms(value) {
 const failed = (t) => t.status !== "ok";
 const turnId = (t) => `${t.call}:${t.turn}`;
 const metricLabel = Object.fromEntries(DATA.anchors.filter((a) => a.metric).map((a) => [a.metric, a.label]));
+const unseen = new Set((DATA.summary || {}).unseen || []);  // a probe's run: what only the agent sees
+const hasFacts = (t) => Boolean(t.reference && (t.reference.facts || []).length);
+// the turns a metric is over: first fact heard, over those whose reference names facts (summary.py alike)
+const over = (key, turns) => (key === "first_fact_ms" ? turns.filter(hasFacts) : turns);
+// a summary's metrics that some turn has: nothing no turn could show is drawn or listed
+const shownKeys = (keys, ...summaries) => keys.filter((k) => summaries.some((s) => ((s.metrics || {})[k] || {}).n));
 
 // ---- head: the figures that matter
 function head() {
@@ -38,20 +44,15 @@ function head() {
         el("span", { class: "p50" }, p50), el("small", {}, ` p50${unit}`), " ",
         el("span", { class: "p95" }, p95), el("small", {}, " p95")));
   const cards = el("div", { class: "cards" });
-  const unseen = new Set(DATA.summary.unseen || []);  // a probe's run: what only the agent sees
-  const notSeen = (key, label) => el("div", { class: "card", id: `head-${key}` },
-    el("div", { class: "label" }, label), el("div", { class: "value unseen" }, "not seen from outside"));
-  for (const key of DATA.headline) {
-    const s = m[key] || {};
-    cards.append(unseen.has(key) ? notSeen(key, metricLabel[key]) : card(key, metricLabel[key], ms(s.p50), ms(s.p95)));
+  for (const key of shownKeys(DATA.headline, DATA.summary)) {
+    cards.append(card(key, metricLabel[key], ms(m[key].p50), ms(m[key].p95)));
   }
   const share = DATA.summary.llm_share || {};
   const pct = (v) => (v === null || v === undefined ? "–" : (100 * v).toFixed(1));
-  cards.append(unseen.size ? notSeen("llm_share", "LLM share of the wait")
-    : card("llm_share", "LLM share of the wait", pct(share.p50), pct(share.p95), " %"));
+  if (share.n) cards.append(card("llm_share", "LLM share of the wait", pct(share.p50), pct(share.p95), " %"));
   const ok = DATA.summary.success_rate;
   cards.append(el("div", { class: "card", id: "head-success_rate" },
-    el("div", { class: "label" }, "success"),
+    el("div", { class: "label" }, unseen.size ? "answered" : "success"),
     el("div", { class: "value" }, el("span", { class: "p50" }, ok === undefined ? "–" : (100 * ok).toFixed(1)),
       el("small", {}, ` % of ${DATA.summary.turns} turns`))));
   return cards;
@@ -136,12 +137,16 @@ function stageChart(turns) {
   }, [rows.map((t, i) => i + 1), ...stages.map((s) => rows.map((t) => t[s.key] || 0))]);
 }
 
-function scatterChart(turns) {
-  const words = (t) => (t.transcript || "").split(/\s+/).filter(Boolean).length;
+// x: the words of what the agent heard; from outside, of the reference (what the caller said) or of the answer
+function scatterChart(turns, source) {
+  const text = { transcript: (t) => t.transcript, reference: (t) => t.reference.text, answer: (t) => t.answer }[source];
+  const words = (t) => (text(t) || "").split(/\s+/).filter(Boolean).length;
   const rows = turns.filter((t) => !failed(t) && typeof t.first_useful_audio_ms === "number")
     .sort((a, b) => words(a) - words(b));
   const xs = rows.map(words), wait = rows.map((t) => t.first_useful_audio_ms);
-  const kinds = [["no tool call", (t) => !t.tool_calls.length], ["with a tool call", (t) => t.tool_calls.length > 0]];
+  const kinds = source === "transcript"
+    ? [["no tool call", (t) => !t.tool_calls.length], ["with a tool call", (t) => t.tool_calls.length > 0]]
+    : [["turns (tool calls are not seen from outside)", () => true]];
   // turns of as many words share an x: the one nearest the pointer is the one hovered
   const nearest = (u, si, i) => {
     const dist = (j) => Math.abs(u.valToPos(wait[j], "y") - u.cursor.top);
@@ -150,7 +155,7 @@ function scatterChart(turns) {
     return best;
   };
   return chart("scatter", {
-    axes: ["words in the transcript", "first useful audio heard, ms"],
+    axes: [`words in the ${source}`, "first useful audio heard, ms"],
     x: { label: "turn", value: (u, v, si, i) => (i == null ? "–" : `${turnId(rows[i])}, ${v} words`) },
     scales: { x: { range: margin(1) }, y: { range: (u, lo, hi) => [0, roundTop(hi)] } },
     cursor: { dataIdx: nearest },
@@ -162,17 +167,21 @@ function scatterChart(turns) {
 }
 
 // ---- the table of turns
+// the table's columns; what a run could not see (a probe: TTFAT, the agent's transcript and tool calls) and first
+// fact heard without facts to hear are left out
 const COLUMNS = [
   ["call", "call", (t) => t.call],
   ["turn", "turn", (t) => t.turn],
   ["status", "status", (t) => t.status],
   ["first_useful_audio_ms", "first useful audio ms", (t) => t.first_useful_audio_ms],
+  ["first_fact_ms", "first fact ms", (t) => t.first_fact_ms],
   ["ttfat_ms", "TTFAT ms", (t) => t.ttfat_ms],
   ["transcript", "transcript", (t) => t.transcript],
   ["reference", "reference", (t) => (t.reference ? t.reference.text : "")],
   ["answer", "answer", (t) => t.answer],
   ["tools", "tool calls", (t) => t.tool_calls.map((c) => c.name).join(" ")],
-];
+].filter(([key]) => !(unseen.size && ["ttfat_ms", "transcript", "tools"].includes(key))
+  && (key !== "first_fact_ms" || (DATA.turns || []).some(hasFacts)));
 
 function toolText(c) {
   return `${c.name}(${c.arguments}) → ${JSON.stringify(c.error || c.result)} ${ms(c.ms)} ms`;
@@ -183,7 +192,10 @@ function cell(t, key, value) {
     return el("td", { class: "status" }, t.status, t.error ? el("div", { class: "error" }, t.error) : null);
   }
   if (key === "tools") return el("td", { class: "tools" }, ...t.tool_calls.map((c) => el("div", {}, toolText(c))));
-  if (key.endsWith("_ms")) return el("td", { class: "num" }, failed(t) && value === null ? "never" : ms(value));
+  if (key.endsWith("_ms")) {
+    const never = (failed(t) || (key === "first_fact_ms" && hasFacts(t))) && value == null;
+    return el("td", { class: "num" }, never ? "never" : ms(value));
+  }
   return el("td", {}, value === null || value === undefined ? "" : String(value));
 }
 
@@ -372,8 +384,10 @@ function ratio(a, b) {
 
 function compareHead(runs) {
   const [A, B] = runs;
-  const rows = DATA.headline.map((key) => [key, metricLabel[key], A.summary.metrics[key] || {}, B.summary.metrics[key] || {}]);
-  rows.push(["llm_share", "LLM share of the wait", A.summary.llm_share || {}, B.summary.llm_share || {}]);
+  const rows = shownKeys(DATA.headline, A.summary, B.summary)
+    .map((key) => [key, metricLabel[key], A.summary.metrics[key] || {}, B.summary.metrics[key] || {}]);
+  const [shareA, shareB] = [A, B].map((r) => r.summary.llm_share || {});
+  if (shareA.n || shareB.n) rows.push(["llm_share", "LLM share of the wait", shareA, shareB]);
   const table = el("table", { id: "ratios" }, el("tr", {}, ...["metric", "A p50", "B p50", "B/A", "A p95", "B p95", "B/A"].map((x) => el("th", {}, x))));
   for (const [key, label, a, b] of rows) {
     const f = key === "llm_share" ? (v) => (typeof v === "number" ? (100 * v).toFixed(1) + " %" : "–") : ms;
@@ -387,7 +401,8 @@ function compareHead(runs) {
       el("td", { class: "num" }, pct(B.summary[key]))));
   }
   for (const [key, label] of [["wer", "WER %"], ["tool_call_accuracy", "tool calls %"], ["fact_accuracy", "answer facts %"]]) {
-    table.append(el("tr", { id: `ratio-${key}` }, el("td", {}, label), el("td", { class: "num" }, pct((A.summary.quality || {})[key])),
+    const seen = [A, B].some((r) => typeof (r.summary.quality || {})[key] === "number");
+    if (seen) table.append(el("tr", { id: `ratio-${key}` }, el("td", {}, label), el("td", { class: "num" }, pct((A.summary.quality || {})[key])),
       el("td", { class: "num" }, pct((B.summary.quality || {})[key]))));
   }
   return el("div", {}, el("p", {}, `A = ${A.name}`, el("br"), `B = ${B.name}`), table);
@@ -420,8 +435,9 @@ function compareMain() {
   const runs = DATA.compare;
   const root = document.getElementById("app");
   root.append(compareHead(runs));
-  const series = runs.flatMap((run, r) => DATA.headline.map((key, k) =>
-    ({ label: `${"AB"[r]} ${metricLabel[key]}`, turns: run.turns, key, color: COLORS[r], dash: k ? [6, 4] : null })));
+  const keys = shownKeys(DATA.cdf, ...runs.map((r) => r.summary));
+  const series = runs.flatMap((run, r) => keys.map((key, k) =>
+    ({ label: `${"AB"[r]} ${metricLabel[key]}`, turns: over(key, run.turns), key, color: COLORS[r], dash: [null, [6, 4], [2, 3]][k] })));
   root.append(el("div", { class: "plots" }, el("div", { class: "plot" }, el("h3", {}, "CDFs of both runs (failed turns never arrive)"), cdfChart(series))));
   root.append(el("h2", {}, "Turns that changed most (correctness first, then latency)"), changedTurns(runs));
 }
@@ -435,11 +451,13 @@ function main() {
   const turns = DATA.turns;
   const root = document.getElementById("app");
   root.append(head());
+  const cdf = shownKeys(DATA.cdf, DATA.summary).map((key, k) => ({ label: metricLabel[key], turns: over(key, turns), key, color: COLORS[k] }));
+  // from outside the stages of the wait are not seen, nor the words the agent heard: the reference's stand in
+  const source = !unseen.size ? "transcript" : turns.every((t) => t.reference) ? "reference" : "answer";
   const plots = el("div", { class: "plots" },
-    el("div", { class: "plot" }, el("h3", {}, "CDFs (failed turns never arrive)"),
-      cdfChart(DATA.headline.map((key, k) => ({ label: metricLabel[key], turns, key, color: COLORS[k] })))),
-    el("div", { class: "plot" }, el("h3", {}, "where the wait went, per turn"), stageChart(turns)),
-    el("div", { class: "plot" }, el("h3", {}, "latency against transcript length"), scatterChart(turns)));
+    el("div", { class: "plot" }, el("h3", {}, "CDFs (failed turns never arrive)"), cdfChart(cdf)),
+    unseen.size ? null : el("div", { class: "plot" }, el("h3", {}, "where the wait went, per turn"), stageChart(turns)),
+    el("div", { class: "plot" }, el("h3", {}, `latency against ${source} length`), scatterChart(turns, source)));
   root.append(plots, el("h2", {}, "Turns"));
   const table = turnTable(turns);
   root.append(...table.nodes);

@@ -1,16 +1,19 @@
 """Each turn of a probed call, found in what was sent and what was heard (docs/timing.md, measured from
 outside), written as turn records on the probe's clock.
 
-The caller's turns are found in the audio the agent received, by our own turn detector: t0 is the end
-of the caller's last voiced frame, as everywhere. A turn's answer is what was heard from its t0 to the
-next turn's t0 (the last: to the end of the call); sound still playing at t0 belongs to the answer
-before. In it:
+The caller's turns are the manifest's when it gives them (the probe is the caller: t0 is where the
+reference's speech ends); otherwise they are found in the audio the agent received, by our own turn
+detector: t0 is the end of the caller's last voiced frame, as everywhere. A turn's answer is what was
+heard from its t0 to the next turn's t0 (the last: to the end of the call); sound still playing at t0
+belongs to the answer before. In it:
 - first audio heard: the first 10 ms of sound (`SILENT_DB`);
 - first useful audio heard: the answer is cut where sound starts again after a silence (a voice pauses
   between clauses), each stretch transcribed on its own with word timestamps and its words cut into
   clauses by the same chunker and filler rule as our own pipeline (voice/pipeline/chunker.py); the first
   clause that is not filler starts with its stretch of sound, or, inside one, at its first word (Whisper's
   word times are tens of ms off, the onset of sound is not);
+- first fact heard: where the clause that says the first of the manifest's facts was heard
+  (voice/timing/facts.py), the words as they were said ("$70" is "seventy dollars");
 - complete answer heard: the end of its last sound.
 A caller who starts a turn while the agent is heard barges in: the record says whether the agent fell
 silent before the caller's turn ended, and how long after the caller started.
@@ -114,8 +117,15 @@ def caller_turns(sent: np.ndarray, vad: VadConfig, heard: Heard) -> list[Turn]:
     return turns
 
 
+def reference_turn(reference: dict) -> Turn:
+    """A manifest's turn as the caller said it: its own start and end of speech."""
+    start, end = (round(reference[k] * RATE) for k in ("speech_start_s", "speech_end_s"))
+    return Turn(start, end, end, np.zeros(0, np.float32))
+
+
 async def write_turns(
     session: Session,
+    heard: Heard,
     timeline: Timeline,
     listener: Listener,
     vad: VadConfig,
@@ -123,17 +133,18 @@ async def write_turns(
 ) -> int:
     """Every caller turn of the call as a record (through `timeline`'s observers: the run log, MQTT,
     OTLP). Returns how many turns were written."""
-    heard = Heard.of(session)
-    turns = caller_turns(session.sent, vad, heard)
+    given = references.take_all()  # with a manifest the probe is the caller: it knows when it stopped
+    turns = [reference_turn(r) for r in given] if given else caller_turns(session.sent, vad, heard)
     at = lambda frame: session.origin_ns + frame * NS  # noqa: E731
     end = (session.ended_ns - session.origin_ns) // NS
     for k, turn in enumerate(turns):
         log = TurnLog(timeline, k)
         log.note(
             measured_from="outside",
+            turns_from="manifest" if given else "turn detector",
             speech_start_s=round(turn.start / RATE, 3),
             speech_end_s=round(turn.end / RATE, 3),
-            **references.annotate(turn),
+            **({"reference": given[k]} if given else references.annotate(turn)),
         )
         t0, start = turn.end // FRAME, turn.start // FRAME
         hi = turns[k + 1].end // FRAME if k + 1 < len(turns) else end
@@ -141,6 +152,7 @@ async def write_turns(
             log.set_status("error", session.failure or "the call ended before this turn")
             log.emit("turn_done", at(end), status="error")
             continue
+        log.emit("speech_start", at(start))
         log.emit("t0", at(t0))
         if k and heard.loud[max(0, start - GAP_FRAMES) : start + 1].any():  # a pause between words too
             stop = heard.silence(start, end)
@@ -163,6 +175,7 @@ async def write_turns(
                 end_ns=at(clause["end"]),
             )
         log.answered(answer.text, [], answered_by="agent")
+        log.fact_heard()
         if session.failure and hi > end:
             log.set_status("error", session.failure)
         elif "first_useful_audio_heard" not in answer.anchors:
@@ -199,14 +212,14 @@ async def _answer(heard: Heard, t0: int, hi: int, listener: Listener) -> Answer:
         clauses = [c for w in words for c in chunker.feed(w.text + " ", begin + round(w.start_s * 100))]
         for i, clause in enumerate([*clauses, *chunker.flush()]):
             at = a if i == 0 else min(max(clause.first_token_ns, a), b - 1)
-            spans.append({"text": clause.text, "filler": clause.filler, "heard": at})
+            spans.append({"text": as_spoken(clause.text), "filler": clause.filler, "heard": at})
     for i, span in enumerate(spans):  # each clause ends where the next is heard, the last with the sound
         span["end"] = spans[i + 1]["heard"] if i + 1 < len(spans) else last
     useful = next((s for s in spans if not s["filler"]), None)
     if useful is not None:
         anchors["first_useful_audio_heard"] = useful["heard"]
     why = None if useful else ("only filler was heard" if spans else "sound, but no words, was heard")
-    return Answer(anchors, as_spoken(" ".join(s["text"] for s in spans)), spans, why)
+    return Answer(anchors, " ".join(s["text"] for s in spans), spans, why)
 
 
 def as_spoken(text: str) -> str:

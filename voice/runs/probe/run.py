@@ -17,7 +17,8 @@ from pathlib import Path
 from voice.pipeline.audio import AudioError, load_audio
 from voice.pipeline.settings import VadConfig
 from voice.record.runlog import RunLog
-from voice.runs.probe.listening import Listener, write_turns
+from voice.record.turnaudio import CallAudio
+from voice.runs.probe.listening import Heard, Listener, write_turns
 from voice.runs.probe.session import call
 from voice.runs.replay import CallInput, References, failed_records, opened
 from voice.runs.telephony import protocol
@@ -59,8 +60,12 @@ async def probe_call(c: CallInput, line: Line, listener: Listener, vad: VadConfi
     log.watch(timeline)
     timeline.emit(-1, "call_start", session.origin_ns, url=line.url, protocol=line.protocol)
     refs = References(c.reference)
-    n = await write_turns(session, timeline, listener, vad, refs)
+    heard = Heard.of(session)
+    n = await write_turns(session, heard, timeline, listener, vad, refs)
     timeline.emit(-1, "call_end", session.ended_ns, turns=n, failure=session.failure)
+    # each turn's two sides on one axis, as heard (off the event loop: the other calls keep their pace)
+    both = CallAudio.whole(session.origin_ns, session.sent, heard.audio)
+    await asyncio.to_thread(log.write_audio, timeline, both)
     missed = refs.missed()
     if c.reference and missed:
         missed_turn = "the turn detector missed this turn"
