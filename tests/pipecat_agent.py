@@ -3,15 +3,17 @@ offline: FastAPI's WebSocket with `FastAPIWebsocketTransport` and `TwilioFrameSe
 our bundled Whisper (tiny.en, through Pipecat's `WhisperSTTService`), the bundled Northwind agent's prompt
 and tools on our LLM server (through `OpenAILLMService`), and the bundled piper voice (`PiperTTSService`,
 pointed at the voice's own folder, so nothing is downloaded). A peer for `ttfat probe`'s tests and for
-`bench/probe.py --pipecat`.
+`bench/probe.py --pipecat`. With `--stall`, it says a stall phrase as each of the caller's turns goes to the
+model, and lets the model start `--hold` seconds later, as agents that cover a slow answer do.
 
-    python tests/pipecat_agent.py --llm-url http://127.0.0.1:PORT/v1 [--port 0]
+    python tests/pipecat_agent.py --llm-url http://127.0.0.1:PORT/v1 [--port 0] [--stall PHRASE ...]
 
 Its first line of output is the ws:// URL it serves.
 """
 
 import argparse
 import asyncio
+import itertools
 import json
 import socket
 import sys
@@ -20,12 +22,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-def app(llm_url: str, model: str):
+def app(llm_url: str, model: str, stalls: list[str], hold_s: float):
     from fastapi import FastAPI, WebSocket
     from pipecat.adapters.llm.schemas.function_schema import FunctionSchema
     from pipecat.adapters.llm.schemas.tools_schema import ToolsSchema
     from pipecat.audio.vad.silero import SileroVADAnalyzer
-    from pipecat.frames.frames import TranscriptionFrame
+    from pipecat.frames.frames import LLMContextFrame, TranscriptionFrame, TTSSpeakFrame
     from pipecat.pipeline.pipeline import Pipeline
     from pipecat.pipeline.runner import PipelineRunner
     from pipecat.pipeline.task import PipelineParams, PipelineTask
@@ -34,7 +36,7 @@ def app(llm_url: str, model: str):
         LLMContextAggregatorPair,
         LLMUserAggregatorParams,
     )
-    from pipecat.processors.frame_processor import FrameProcessor
+    from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
     from pipecat.runner.utils import parse_telephony_websocket
     from pipecat.serializers.twilio import TwilioFrameSerializer
     from pipecat.services.openai.llm import OpenAILLMService
@@ -69,6 +71,20 @@ def app(llm_url: str, model: str):
             await super().process_frame(frame, direction)
             if isinstance(frame, TranscriptionFrame) and spec.caller_words:
                 frame.text = spec.caller_words(frame.text)
+            await self.push_frame(frame, direction)
+
+    class Stall(FrameProcessor):
+        """A stall phrase as soon as the caller's turn goes to the model, which starts `hold_s` later."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.phrases = itertools.cycle(stalls)
+
+        async def process_frame(self, frame, direction) -> None:
+            await super().process_frame(frame, direction)
+            if isinstance(frame, LLMContextFrame) and direction == FrameDirection.DOWNSTREAM:
+                await self.push_frame(TTSSpeakFrame(next(self.phrases), append_to_context=False))
+                await asyncio.sleep(hold_s)
             await self.push_frame(frame, direction)
 
     @server.websocket("/")
@@ -109,6 +125,7 @@ def app(llm_url: str, model: str):
                 stt,
                 CallerWords(),
                 pair.user(),
+                *([Stall()] if stalls else []),
                 llm,
                 tts,
                 transport.output(),
@@ -135,11 +152,13 @@ def main() -> None:
     ap.add_argument("--llm-url", required=True)
     ap.add_argument("--model", default="bundled")
     ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--stall", action="append", default=[], metavar="PHRASE", help="said as each turn starts")
+    ap.add_argument("--hold", type=float, default=2.0, metavar="S", help="the model starts this much later")
     args = ap.parse_args()
     sock = socket.socket()
     sock.bind(("127.0.0.1", args.port))
     sock.listen(16)  # calls wait in the backlog until the app is up
-    server = app(args.llm_url, args.model)
+    server = app(args.llm_url, args.model, args.stall, args.hold)
     print(f"ws://127.0.0.1:{sock.getsockname()[1]}/", flush=True)
     config = uvicorn.Config(server, log_level="warning", ws="websockets")
     asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))

@@ -24,6 +24,7 @@ from tests.test_html import Dom, chromium, js_round
 from tests.test_mqtt import broker  # noqa: F401 (fixture: a real mosquitto)
 from tts.piper import Synthesizer
 from voice.pipeline.audio import load_audio
+from voice.pipeline.turns import frame_db
 from voice.record.runlog import read_run
 from voice.reports.summary import percentile
 from voice.runs.probe.agreement import joined
@@ -214,13 +215,13 @@ def serve(command: list[str], out: Path | None = None) -> subprocess.Popen:
     return subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def probe_cli(url: str, folder: Path, out: Path) -> subprocess.CompletedProcess:
+def probe_cli(url: str, folder: Path, out: Path, linger_s: float = 1.0) -> subprocess.CompletedProcess:
     """`ttfat probe`, told the bundled agent's own fillers (what its model says before a tool call)."""
     from llm.agentfile import BUNDLED_AGENT, load_agent_file
 
     fillers = [arg for f in load_agent_file(BUNDLED_AGENT).fillers for arg in ("--filler", f)]
     done = subprocess.run(
-        [*TTFAT, "probe", url, str(folder), "--out", str(out), "--linger", "1", *fillers],
+        [*TTFAT, "probe", url, str(folder), "--out", str(out), "--linger", str(linger_s), *fillers],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -291,31 +292,64 @@ def test_our_agent_heard_from_outside_agrees_with_its_own_records(tmp_path, ours
     assert len(dom.with_class("turn", under="turns")) == 4
 
 
+# stall phrases in no list of ours (the agent file's fillers, the probe's --filler, fillers.toml)
+STALLS = ("Give me a second while I dig into that.", "Okay, I am pulling that up for you now.")
+
+
+def answer_onset_ms(run: Path, record: dict, gap_s: float = 0.5) -> float:
+    """Where the answer starts in the agent's audio as heard (the probe's clip of the turn), in ms from t0:
+    the first sound after the stall phrase and the silence of at least `gap_s` after it."""
+    rows = [json.loads(line) for line in (run / "audio.jsonl").read_text().splitlines()]
+    row = next(r for r in rows if (r["call"], r["turn"]) == (record["call"], record["turn"]))
+    agent = sf.read(run / row["file"], dtype="float32")[0][:, 1]
+    n = len(agent) // 160
+    loud = frame_db(agent[: n * 160].reshape(n, 160)) > -60
+    frame = lambda ms: round((ms - row["start_ms"]) / 10)  # noqa: E731  (a time from t0, as a frame)
+    quiet, stall = 0, False
+    for f in range(frame(record["first_audio_ms"]), n):
+        if loud[f] and stall and quiet >= gap_s * 100:
+            return row["start_ms"] + f * 10
+        stall |= bool(loud[f])
+        quiet = 0 if loud[f] else quiet + 1
+    raise AssertionError(f"no answer after the stall in {row['file']}")
+
+
 def test_a_pipecat_agent_heard_from_outside_beside_ours(tmp_path, two_calls, ours):
     """A Pipecat 1.14 agent (tests/pipecat_agent.py: Twilio serializer, Silero VAD, our Whisper, the bundled
-    agent's prompt and tools on our LLM server, the bundled voice) probed on the same calls: sane records,
-    its fillers told from its answers, and compare's table beside ours."""
+    agent's prompt and tools on our LLM server, the bundled voice) that says a stall phrase of no list of
+    ours and answers a second or more after it, probed with a manifest on the same calls: the manifest's
+    turns exactly, the stall judged filler by meaning and first useful audio heard on the answer (within
+    40 ms of where it starts, found in the audio), and compare's table beside ours."""
     from llm.serving.models import model_dir, served_name
     from llm.serving.process import ServerProcess
 
+    stalls = [arg for phrase in STALLS for arg in ("--stall", phrase)]
     with ServerProcess(model_dir("bundled"), served_name("bundled")) as llm_url:
-        agent = serve([sys.executable, str(ROOT / "tests" / "pipecat_agent.py"), "--llm-url", llm_url])
+        command = [sys.executable, str(ROOT / "tests" / "pipecat_agent.py"), "--llm-url", llm_url, *stalls]
+        agent = serve([*command, "--hold", "3"])
         try:
             url = agent.stdout.readline().strip()
             assert url.startswith("ws://127.0.0.1:"), agent.stderr.read()
-            probe_cli(url, two_calls, tmp_path / "pipecat")
+            probe_cli(url, two_calls, tmp_path / "pipecat", linger_s=4.0)  # quiet through the hold
         finally:
             agent.terminate()
             agent.communicate(timeout=60)
     records, summary = read_run(tmp_path / "pipecat")
-    assert len(records) == 4 and summary["order_violations"] == 0
+    manifest = [json.loads(line) for line in (two_calls / "manifest.jsonl").read_text().splitlines()]
+    given = [(c["call"], t) for c in manifest for t in c["turns"]]
+    assert [(r["call"], r["reference"]) for r in records] == given  # the manifest's turns, exactly
+    assert {r["turns_from"] for r in records} == {"manifest"}
+    assert all(r["speech_end_s"] == r["reference"]["speech_end_s"] for r in records)
+    assert summary["order_violations"] == 0
     answered = [r for r in records if r["status"] == "ok"]
     assert len(answered) >= 3, [(r["status"], r["error"]) for r in records]
     for r in answered:
-        assert r["first_audio_ms"] <= r["first_useful_audio_ms"] <= r["complete_ms"]
+        assert r["first_audio_ms"] < r["first_useful_audio_ms"] <= r["complete_ms"]
+        stall = r["clauses"][0]
+        assert stall["filler"] and stall["heard_ms"] == r["first_audio_ms"], r["clauses"]
+        assert abs(r["first_useful_audio_ms"] - answer_onset_ms(tmp_path / "pipecat", r)) <= 40, r["clauses"]
         useful = next(c for c in r["clauses"] if not c["filler"])
         assert useful["heard_ms"] == r["first_useful_audio_ms"]
-        assert all(c["heard_ms"] < useful["heard_ms"] for c in r["clauses"][: r["clauses"].index(useful)])
     compared = subprocess.run(
         [*TTFAT, "compare", str(tmp_path / "pipecat"), str(ours[1])],
         cwd=ROOT,
