@@ -6,9 +6,11 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import pytest
+
 from voice.pipeline.fillers import is_filler
 
-HELD_OUT = Path(__file__).parent / "data" / "filler_clauses.tsv"
+DATA = Path(__file__).parent / "data"
 
 
 def test_stalls_of_any_wording_are_fillers():
@@ -55,14 +57,20 @@ def test_an_agents_own_fillers_are_fillers_for_it_only():
     assert not is_filler("Righto, sorting that.")
 
 
-def test_the_held_out_clauses():
+@pytest.mark.parametrize(
+    ("name", "rows", "recall"),
+    [
+        ("filler_clauses.tsv", 300, 0.93),  # looked at against the rule: a floor it must keep
+        ("filler_clauses_fresh.tsv", 240, 0.92),  # not tuned on: measured once, 0.933 (bench/fillers.py)
+    ],
+)
+def test_the_held_out_clauses(name, rows, recall):
     """Clauses written apart from the rule, from real voice agents' stall phrases and answers (tests/data,
-    made by someone who had not seen the rule); the rule was then looked at against them, so this is a
-    floor it must keep, not a measurement (bench/fillers.py prints the figures)."""
-    rows = list(csv.DictReader(HELD_OUT.open(), delimiter="\t"))
-    judged = [(row["label"] == "filler", is_filler(row["clause"])) for row in rows]
-    assert len(rows) > 300 and sum(truth for truth, _ in judged) > 150
+    made by someone who had not seen the rule), half of them fillers; bench/fillers.py prints the figures."""
+    clauses = list(csv.DictReader((DATA / name).open(), delimiter="\t"))
+    judged = [(row["label"] == "filler", is_filler(row["clause"])) for row in clauses]
+    assert len(clauses) >= rows and sum(truth for truth, _ in judged) >= rows // 2
     said = [truth for truth, said in judged if said]
     caught = [said for truth, said in judged if truth]
     assert sum(said) / len(said) >= 0.99  # precision: an answer taken for filler moves the anchor late
-    assert sum(caught) / len(caught) >= 0.93  # recall
+    assert sum(caught) / len(caught) >= recall
