@@ -163,6 +163,25 @@ def test_sound_without_words_is_that_turns_answer_and_the_run_goes_on(tmp_path, 
     assert read_run(tmp_path / "run")[1]["turns"] == 3
 
 
+def test_a_turn_whose_audio_cannot_be_heard_fails_alone(tmp_path, listener):
+    """Whatever an agent's audio does to the hearing (here a transcriber that fails once, a fault no
+    real audio is known to cause), that turn is recorded as failed, with why, and the rest is heard."""
+    heard = []
+
+    async def words_of(audio):
+        heard.append(len(audio))
+        if len(heard) == 1:
+            raise RuntimeError("the decoder choked")
+        return await listener.words_of(audio)
+
+    folder = clip(tmp_path / "calls", "call01", 11.0)
+    with Peer("speaks", voice=Synthesizer()) as peer:
+        records = probe(peer.url, folder, tmp_path / "run", Listener(words_of))
+    assert [r["status"] for r in records] == ["error", "ok"], records
+    assert records[0]["error"] == "the agent's audio could not be heard: RuntimeError: the decoder choked"
+    assert records[0]["first_useful_audio_ms"] is None and records[1]["first_useful_audio_ms"] is not None
+
+
 @pytest.mark.parametrize(
     ("behaviour", "reason"),
     [
@@ -272,7 +291,8 @@ def test_our_agent_heard_from_outside_agrees_with_its_own_records(tmp_path, ours
         timeout=60,
     )
     assert compared.returncode == 0 and "B measured from outside" in compared.stdout
-    # the probe's page, in a real browser: what only the agent sees is said to be unseen, not zero
+    # the probe's page, in a real browser: it leads with what a caller hears, and nothing only the agent
+    # sees is drawn or listed
     reported = subprocess.run(
         [*TTFAT, "report", str(probe_dir), "--html", str(tmp_path / "probe.html")],
         cwd=ROOT,
@@ -286,9 +306,21 @@ def test_our_agent_heard_from_outside_agrees_with_its_own_records(tmp_path, ours
     dom = Dom(result.stdout)
     assert "hidden" in dom.by_id["errors"]
     card = lambda key: [e for e in dom.elements if f"head-{key}" in e["parents"]]  # noqa: E731
-    assert any(e["text"] == "not seen from outside" for e in card("ttfat_ms"))
-    p50 = next(e for e in card("first_useful_audio_ms") if e.get("class") == "p50")["text"]
-    assert p50 == js_round(summary["metrics"]["first_useful_audio_ms"]["p50"])
+    cards = [e["id"][5:] for e in dom.with_class("card")]
+    assert cards == [
+        "first_audio_ms",
+        "first_useful_audio_ms",
+        "first_fact_ms",
+        "complete_ms",
+        "success_rate",
+    ]
+    for key in cards[:-1]:
+        p50 = next(e for e in card(key) if e.get("class") == "p50")["text"]
+        assert p50 == js_round(summary["metrics"][key]["p50"])
+    assert "stages" not in dom.by_id and "cdf" in dom.by_id and "scatter" in dom.by_id  # no wait's stages
+    assert "latency against reference length" in result.stdout
+    columns = [e["data-key"] for e in dom.elements if e["tag"] == "th" and "turns" in e["parents"]]
+    assert "ttfat_ms" not in columns and "transcript" not in columns and "first_fact_ms" in columns
     assert len(dom.with_class("turn", under="turns")) == 4
 
 

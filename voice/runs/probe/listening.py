@@ -15,8 +15,8 @@ belongs to the answer before. In it:
 - first fact heard: where the clause that says the first of the manifest's facts was heard
   (voice/timing/facts.py), the words as they were said ("$70" is "seventy dollars");
 - complete answer heard: the end of its last sound.
-A caller who starts a turn while the agent is heard barges in: the record says whether the agent fell
-silent before the caller's turn ended, and how long after the caller started.
+A caller who starts a turn while the agent is heard (or pauses between clauses) barges in: the record
+says whether the agent fell silent before the caller's turn ended, and how long after the caller started.
 
 What cannot be seen from outside (the endpoint, ASR, LLM, TTFAT, TTS) is absent from the records, not
 zero; the record's `measured_from` says so and the report leaves those rows out.
@@ -34,12 +34,14 @@ from voice.pipeline.audio import RATE, resample
 from voice.pipeline.chunker import Chunker
 from voice.pipeline.settings import VadConfig
 from voice.pipeline.turns import Turn, TurnDetector, frame_db
+from voice.pipeline.turntaking import describe
 from voice.runs.probe.session import Session
 from voice.runs.replay import References
 from voice.timing.timeline import Timeline, TurnLog
 
 SILENT_DB = -60.0  # a 10 ms frame of the agent's audio quieter than this is silence (tts/piper.py, LEAD_DB)
 GAP_FRAMES = 12  # 120 ms of silence between sounds: the next sound is an onset (a clause, a new answer)
+HELD_FRAMES = 50  # the agent's sound up to 500 ms before a caller starts may go on (a pause between clauses)
 LEAD_FRAMES = 5  # each stretch of sound is transcribed with 50 ms of what comes before and after it
 FRAME = RATE // 100  # 10 ms at 16 kHz
 NS = 10_000_000  # a frame's length on the clock
@@ -55,7 +57,11 @@ class Heard:
     @classmethod
     def of(cls, session: Session) -> Heard:
         track = session.playout.track(session.origin_ns, session.ended_ns)
-        audio = resample(track, session.rate, RATE) if len(track) else track
+        return cls.of_audio(resample(track, session.rate, RATE) if len(track) else track)
+
+    @classmethod
+    def of_audio(cls, audio: np.ndarray) -> Heard:
+        """`audio` at 16 kHz (a call's, or a turn's clip: bench/hearing.py)."""
         n = len(audio) // FRAME
         loud = frame_db(audio[: n * FRAME].reshape(n, FRAME)) > SILENT_DB if n else np.zeros(0, bool)
         return cls(audio, loud)
@@ -154,15 +160,14 @@ async def write_turns(
             continue
         log.emit("speech_start", at(start))
         log.emit("t0", at(t0))
-        if k and heard.loud[max(0, start - GAP_FRAMES) : start + 1].any():  # a pause between words too
-            stop = heard.silence(start, end)
-            log.note(
-                barge_in={
-                    "agent_stopped": stop is not None and stop < t0,
-                    "stop_ms": None if stop is None else (stop - start) * 10,
-                }
-            )
-        answer = await _answer(heard, t0, min(hi, end), listener)
+        if k and (barged := barge_in(heard, start, t0, end)):
+            log.note(barge_in=barged)
+        try:
+            answer = await heard_answer(heard, t0, min(hi, end), listener)
+        except Exception as e:  # the agent's audio in one turn that cannot be heard fails that turn only
+            log.set_status("error", f"the agent's audio could not be heard: {describe(e)}")
+            log.emit("turn_done", at(min(hi, end)), status="error")
+            continue
         for anchor, frame in sorted(answer.anchors.items(), key=lambda a: a[1]):
             log.emit(anchor, at(frame))
         for clause in answer.clauses:
@@ -184,6 +189,20 @@ async def write_turns(
     return len(turns)
 
 
+def barge_in(heard: Heard, start: int, t0: int, end: int) -> dict | None:
+    """The caller began a turn (frames `start` to `t0`) while the agent was heard, or in a pause between
+    its clauses (heard within `HELD_FRAMES` before, and again after): whether the agent then fell silent
+    before the caller had finished, and when (the end of its last sound, or when it fell silent after)."""
+    before = heard.sound(max(0, start - HELD_FRAMES), start + 1)
+    if before is None or heard.sound(start, t0) is None:
+        return None
+    loud = np.nonzero(heard.loud[start:t0])[0]
+    last = start + int(loud[-1]) + 1 if len(loud) else start
+    stopped = last + GAP_FRAMES <= t0
+    stop = last if stopped else heard.silence(last, end)
+    return {"agent_stopped": stopped, "stop_ms": None if stop is None else (stop - start) * 10}
+
+
 @dataclass
 class Answer:
     anchors: dict[str, int]  # anchor -> frame
@@ -192,7 +211,8 @@ class Answer:
     why: str | None  # why no useful words were heard
 
 
-async def _answer(heard: Heard, t0: int, hi: int, listener: Listener) -> Answer:
+async def heard_answer(heard: Heard, t0: int, hi: int, listener: Listener) -> Answer:
+    """The answer heard from frame `t0` to `hi`: its anchors (frames), words and clauses."""
     lo = t0
     if heard.loud[t0 : t0 + 1].any():  # the answer before is still heard: it is not this one's
         lo = heard.silence(t0, hi) or hi
