@@ -251,9 +251,9 @@ def metric(summary: dict, key: str) -> dict:
 
 def text_report(summary: dict) -> str:
     unseen = set(summary.get("unseen", ()))  # older summaries lack it
-    seen = lambda k: k not in unseen and metric(summary, k)["n"]  # noqa: E731  (no turn has it: no row)
-    latency = [(k, label, "from t0", metric(summary, k)) for k, label in LATENCY if seen(k)]
-    durations = [(k, label, what, metric(summary, k)) for k, label, what in DURATIONS if seen(k)]
+    shown = lambda k: k not in unseen and metric(summary, k)["n"]  # noqa: E731  (no turn has it: no row)
+    latency = [(k, label, "from t0", metric(summary, k)) for k, label in LATENCY if shown(k)]
+    durations = [(k, label, what, metric(summary, k)) for k, label, what in DURATIONS if shown(k)]
     lines = [
         f"{summary['calls']} calls, {summary['turns']} turns, success {pct(summary['success_rate'])} "
         f"({', '.join(f'{k} {v}' for k, v in summary['statuses'].items() if v)})",

@@ -426,7 +426,7 @@ function changedTurns(runs) {
     table.append(el("tr", { class: `changed${r.flipped ? " failed" : ""}`, "data-turn": turnId(r.a) },
       el("td", {}, turnId(r.a)), el("td", { class: "num" }, ms(value(r.a))), el("td", { class: "num" }, ms(value(r.b))),
       el("td", { class: "num" }, Number.isFinite(r.d) ? ms(r.d) : "∞"), el("td", { class: "status" }, yes(r.a.correct)),
-      el("td", { class: "status" }, yes(r.b.correct)), el("td", {}, r.a.transcript), el("td", {}, r.a.answer), el("td", {}, r.b.answer)));
+      el("td", { class: "status" }, yes(r.b.correct)), el("td", {}, r.a.transcript || (r.a.reference || {}).text || ""), el("td", {}, r.a.answer), el("td", {}, r.b.answer)));
   }
   return table;
 }
