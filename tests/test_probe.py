@@ -28,7 +28,7 @@ from voice.pipeline.turns import frame_db
 from voice.record.runlog import read_run
 from voice.reports.summary import percentile
 from voice.runs.probe.agreement import joined
-from voice.runs.probe.listening import Listener
+from voice.runs.probe.listening import Listener, as_spoken
 from voice.runs.probe.playout import Playout
 from voice.runs.probe.run import Line, run
 from voice.runs.replay import find_calls
@@ -64,6 +64,22 @@ def probe(url: str, folder: Path, out: Path, listener: Listener, concurrency: in
     line = {"linger_s": 1.0, **line}
     asyncio.run(run(find_calls([str(folder)]), Line(url, **line), listener, out, concurrency, {}))
     return read_run(out)[0]
+
+
+def test_numbers_are_read_as_the_agent_said_them():
+    """Whisper writes what it hears as digits; the manifests' facts are words, as the agent says them."""
+    for written, said in [
+        ("We have 59 in stock.", "We have fifty nine in stock."),
+        ("$70.99", "seventy dollars and ninety nine cents"),
+        ("$70 and 99 cents", "seventy dollars and ninety nine cents"),
+        ("It's $50.", "It's fifty dollars."),
+        ("99 cents", "ninety nine cents"),
+        ("$155.97 was refunded", "one hundred fifty five dollars and ninety seven cents was refunded"),
+        ("on December 5th", "on December fifth"),
+        ("order 1924", "order 1924"),  # an order number: said digit by digit, kept as digits
+        ("order 1,924", "order 1924"),
+    ]:
+        assert as_spoken(written) == said
 
 
 def test_mulaw_is_g711_as_libsndfile_codes_it():
