@@ -220,11 +220,18 @@ class Transcriber:
         return next((r for r in fits if self.numbers_whole(r)), None)
 
     def words(self, audio: np.ndarray) -> list[Word]:
-        """The words of `audio` with their times, at 30 s windows (how `ttfat probe` hears an agent)."""
+        """The words of `audio` with their times, at 30 s windows (how `ttfat probe` hears an agent). A
+        piece Whisper gives without a space before it is the end of the word before ("$12" ".98")."""
         import numpy as np
 
-        segments = self._segments(audio.astype(np.float32, copy=False), word_timestamps=True)
-        return [Word(w.word.strip(), w.start, w.end) for s in segments for w in (s.words or [])]
+        out: list[Word] = []
+        for segment in self._segments(audio.astype(np.float32, copy=False), word_timestamps=True):
+            for w in segment.words or []:
+                if out and w.word.strip() and not w.word.startswith(" "):
+                    out[-1] = Word(out[-1].text + w.word.strip(), out[-1].start_s, w.end)
+                else:
+                    out.append(Word(w.word.strip(), w.start, w.end))
+        return out
 
     def _full(self, audio: np.ndarray) -> str:
         return " ".join(s.text.strip() for s in self._segments(audio)).strip()

@@ -76,6 +76,7 @@ def test_numbers_are_read_as_the_agent_said_them():
         ("99 cents", "ninety nine cents"),
         ("$155.97 was refunded", "one hundred fifty five dollars and ninety seven cents was refunded"),
         ("on December 5th", "on December fifth"),
+        ("Saturday, November 28.", "Saturday, November twenty eighth."),  # a date is said as an ordinal
         ("order 1924", "order 1924"),  # an order number: said digit by digit, kept as digits
         ("order 1,924", "order 1924"),
     ]:

@@ -242,14 +242,18 @@ async def heard_answer(heard: Heard, t0: int, hi: int, listener: Listener) -> An
     return Answer(anchors, " ".join(s["text"] for s in spans), spans, why)
 
 
+MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
+
+
 def as_spoken(text: str) -> str:
-    """Whisper's written numbers as they were said ("$70" -> "seventy dollars", "5th" -> "fifth", "59"
-    -> "fifty nine"), so the answer reads as the manifests' facts are written; numbers of four digits
-    or more stay digits ("1,924" too: order numbers are said digit by digit)."""
+    """Whisper's written numbers as they were said ("$70" -> "seventy dollars", "5th" and "December 5" ->
+    "fifth", "59" -> "fifty nine"), so the answer reads as the manifests' facts are written; numbers of
+    four digits or more stay digits ("1,924" too: order numbers are said digit by digit)."""
     from llm.numbers import money, number, ordinal
 
     cents = lambda m: int(m[1]) * 100 + int(m[2] or 0)  # noqa: E731
     text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)  # "1,924": one number
     text = re.sub(r"\$(\d{1,3})(?:\.(\d\d))?\b", lambda m: money(cents(m)), text)
     text = re.sub(r"\b(\d{1,3})(?:st|nd|rd|th)\b", lambda m: ordinal(int(m[1])), text)
+    text = re.sub(rf"\b({MONTHS}) (\d{{1,2}})\b", lambda m: f"{m[1]} {ordinal(int(m[2]))}", text)  # a date
     return re.sub(r"\b\d{1,3}\b", lambda m: number(int(m[0])), text)
