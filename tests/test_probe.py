@@ -79,6 +79,7 @@ def test_numbers_are_read_as_the_agent_said_them():
         ("Saturday, November 28.", "Saturday, November twenty eighth."),  # a date is said as an ordinal
         ("order 1924", "order 1924"),  # an order number: said digit by digit, kept as digits
         ("order 1,924", "order 1924"),
+        ("It shipped with D.H.L. on Monday.", "It shipped with DHL on Monday."),
     ]:
         assert as_spoken(written) == said
 

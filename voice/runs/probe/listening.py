@@ -253,6 +253,7 @@ def as_spoken(text: str) -> str:
 
     cents = lambda m: int(m[1]) * 100 + int(m[2] or 0)  # noqa: E731
     text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)  # "1,924": one number
+    text = re.sub(r"\b(?:[A-Z]\.){2,}", lambda m: m[0].replace(".", ""), text)  # "D.H.L.": a name, spelt
     text = re.sub(r"\$(\d{1,3})(?:\.(\d\d))?\b", lambda m: money(cents(m)), text)
     text = re.sub(r"\b(\d{1,3})(?:st|nd|rd|th)\b", lambda m: ordinal(int(m[1])), text)
     text = re.sub(rf"\b({MONTHS}) (\d{{1,2}})\b", lambda m: f"{m[1]} {ordinal(int(m[2]))}", text)  # a date
