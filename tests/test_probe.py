@@ -33,6 +33,7 @@ from voice.runs.probe.playout import Playout
 from voice.runs.probe.run import Line, run
 from voice.runs.replay import find_calls
 from voice.runs.telephony import Twilio, ulaw_decode, ulaw_encode
+from voice.timing.anchors import OUTSIDE_HEADLINE
 
 ROOT = Path(__file__).resolve().parents[1]
 TTFAT = [sys.executable, "-m", "ttfat"]
@@ -325,16 +326,13 @@ def test_our_agent_heard_from_outside_agrees_with_its_own_records(tmp_path, ours
     assert "hidden" in dom.by_id["errors"]
     card = lambda key: [e for e in dom.elements if f"head-{key}" in e["parents"]]  # noqa: E731
     cards = [e["id"][5:] for e in dom.with_class("card")]
-    assert cards == [
-        "first_audio_ms",
-        "first_useful_audio_ms",
-        "first_fact_ms",
-        "complete_ms",
-        "success_rate",
-    ]
-    for key in cards[:-1]:
+    # what a caller hears first: first audio, first useful audio, first fact, complete answer; then how
+    # many of the caller's turns the agent talked over (against the manifest), and how many it answered
+    assert cards == [*OUTSIDE_HEADLINE, "talked_over", "success_rate"]
+    for key in OUTSIDE_HEADLINE:
         p50 = next(e for e in card(key) if e.get("class") == "p50")["text"]
         assert p50 == js_round(summary["metrics"][key]["p50"])
+    assert summary["talked_over"]["how"] == "against the references"
     assert "stages" not in dom.by_id and "cdf" in dom.by_id and "scatter" in dom.by_id  # no wait's stages
     assert "latency against reference length" in result.stdout
     columns = [e["data-key"] for e in dom.elements if e["tag"] == "th" and "turns" in e["parents"]]

@@ -20,6 +20,7 @@ from voice.reports.summary import (
     tool_correct,
     wer,
 )
+from voice.reports.talkover import talked_over
 
 
 def turn(i: int, ttfat: float | None, status: str = "ok", **extra) -> dict:
@@ -168,3 +169,29 @@ def test_first_fact_heard_is_over_the_turns_with_facts_and_a_fact_never_heard_co
     assert without["metrics"]["first_fact_ms"]["n"] == 0 and "first fact heard" not in text_report(without)
     assert "first fact heard" in compare_report(s, without, "a", "b")
     assert "first fact heard" not in compare_report(without, without, "a", "b")
+
+
+def test_a_caller_turn_is_talked_over_when_the_agent_starts_before_it_ends():
+    """Against the references: an onset of the agent's audio inside the caller's own span talks over it
+    (here the agent answered the first half of a turn it cut in two), audio still playing as the caller
+    begins does not (a barge-in), a turn found in two parts is split. Without references, the stand-in:
+    the caller back within a second of the agent's first sound."""
+    ref = lambda start, end: {"text": "", "facts": [], "speech_start_s": start, "speech_end_s": end}  # noqa: E731
+    bye = ref(20.0, 23.0)
+    records = [
+        turn(0, 1.0, speech_start_s=1.0, speech_end_s=3.0, reference=ref(1.0, 3.0), first_audio_ms=400.0,
+             clauses=[{"heard_ms": 400.0}, {"heard_ms": 2900.0}]),  # still heard as the next turn begins
+        turn(1, 1.0, speech_start_s=6.0, speech_end_s=8.0, reference=ref(6.0, 8.0), first_audio_ms=300.0,
+             clauses=[{"heard_ms": 300.0}]),
+        turn(2, 1.0, speech_start_s=20.0, speech_end_s=21.0, reference=bye, first_audio_ms=500.0,
+             clauses=[{"heard_ms": 500.0}]),  # "okay thanks" answered at 21.5 s, before "bye" ended
+        turn(3, 1.0, speech_start_s=22.0, speech_end_s=23.0, reference=None, first_audio_ms=300.0),
+    ]  # fmt: skip
+    assert talked_over(records) == {
+        "turns": 1, "of": 3, "rate": 0.3333, "split": 1, "how": "against the references",
+    }  # fmt: skip
+    bare = [{**r, "reference": None} for r in records]
+    over = talked_over(bare)  # turn 2's answer heard at 21.5 s, the caller back at 22.0 s
+    assert (over["turns"], over["of"], over["split"]) == (1, 4, 0) and over["how"].startswith("estimated")
+    assert "talked over: 1 of 3 caller turns (33.3%), 1 split" in text_report(summarize(records))
+    assert "talked over" in compare_report(summarize(records), summarize(bare), "a", "b")

@@ -13,6 +13,7 @@ import json
 import math
 import textwrap
 
+from voice.reports.talkover import talked_over
 from voice.timing.anchors import ANCHORS, HEADLINE, METRICS, OUTSIDE, STAGES
 from voice.timing.facts import fact_stated, normalize
 from voice.timing.timeline import STATUSES, stage_durations, tool_ms
@@ -110,6 +111,7 @@ def summarize(turns: list[dict], environment: dict | None = None) -> dict:
             "turns": sum(bool(t.get("server_timings")) for t in with_llm_calls),
             "of": len(with_llm_calls),
         },
+        "talked_over": talked_over(turns),
         "quality": quality(turns, outside),
         "order_violations": sum(bool(t.get("order_violations")) for t in turns),
         "errors": sorted({t["error"] for t in turns if t.get("error")})[:20],
@@ -249,6 +251,17 @@ def metric(summary: dict, key: str) -> dict:
     return summary["metrics"].get(key) or stats([])
 
 
+def talked_over_lines(summary: dict) -> list[str]:
+    """The caller's turns the agent talked over, beside the latency they bought (reports/talkover.py)."""
+    over = summary.get("talked_over") or {}  # older summaries lack it
+    if not over.get("of"):
+        return []
+    return [
+        f" talked over: {over['turns']} of {over['of']} caller turns ({pct(over['rate'])}), "
+        f"{over['split']} split into two or more ({over['how']})"
+    ]
+
+
 def text_report(summary: dict) -> str:
     unseen = set(summary.get("unseen", ()))  # older summaries lack it
     shown = lambda k: k not in unseen and metric(summary, k)["n"]  # noqa: E731  (no turn has it: no row)
@@ -259,6 +272,7 @@ def text_report(summary: dict) -> str:
         f"({', '.join(f'{k} {v}' for k, v in summary['statuses'].items() if v)})",
         "",
         *_table("metric (ms)", latency),
+        *talked_over_lines(summary),
         "",
         *_table("where the wait went (ms)", durations),
     ]
@@ -335,6 +349,9 @@ def compare_report(a: dict, b: dict, name_a: str, name_b: str) -> str:
         if qa[key] is not None or qb[key] is not None:
             lines.append(f"{label:<27}{pct(qa[key]):>8}{pct(qb[key]):>8}")
     lines.append(f"{'success rate':<27}{pct(a['success_rate']):>8}{pct(b['success_rate']):>8}")
+    over = [s.get("talked_over") or {} for s in (a, b)]  # older summaries lack it
+    if any(o.get("of") for o in over):
+        lines.append(f"{'talked over':<27}" + "".join(f"{pct(o.get('rate')):>8}" for o in over))
     outside = [name for name, s in (("A", a), ("B", b)) if s.get("measured_from") == "outside"]
     if outside:
         side = " and ".join(outside)

@@ -49,6 +49,13 @@ function head() {
   }
   const share = DATA.summary.llm_share || {};
   const pct = (v) => (v === null || v === undefined ? "–" : (100 * v).toFixed(1));
+  const over = DATA.summary.talked_over || {};  // next to the latency: fast by cutting in never looks good
+  if (over.of) {
+    cards.append(el("div", { class: "card", id: "head-talked_over", title: over.how },
+      el("div", { class: "label" }, "talked over"),
+      el("div", { class: "value" }, el("span", { class: "p50" }, pct(over.rate)),
+        el("small", {}, ` % of ${over.of} turns (${over.turns}; ${over.split} split)`))));
+  }
   if (share.n) cards.append(card("llm_share", "LLM share of the wait", pct(share.p50), pct(share.p95), " %"));
   const ok = DATA.summary.success_rate;
   cards.append(el("div", { class: "card", id: "head-success_rate" },
@@ -399,6 +406,11 @@ function compareHead(runs) {
   for (const [key, label] of [["success_rate", "success %"]]) {
     table.append(el("tr", { id: `ratio-${key}` }, el("td", {}, label), el("td", { class: "num" }, pct(A.summary[key])),
       el("td", { class: "num" }, pct(B.summary[key]))));
+  }
+  const [overA, overB] = [A, B].map((r) => r.summary.talked_over || {});
+  if (overA.of || overB.of) {
+    table.append(el("tr", { id: "ratio-talked_over" }, el("td", {}, "talked over %"),
+      el("td", { class: "num" }, pct(overA.rate)), el("td", { class: "num" }, pct(overB.rate))));
   }
   for (const [key, label] of [["wer", "WER %"], ["tool_call_accuracy", "tool calls %"], ["fact_accuracy", "answer facts %"]]) {
     const seen = [A, B].some((r) => typeof (r.summary.quality || {})[key] === "number");
