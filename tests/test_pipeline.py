@@ -134,6 +134,9 @@ def test_realtime_replay_of_a_recorded_call_end_to_end(tmp_path, models, server)
         else:
             assert turn["first_fact_ms"] is None
     assert summary["metrics"]["first_fact_ms"]["n"] == 2
+    assert summary["talked_over"] == {
+        "turns": 0, "of": 2, "rate": 0.0, "split": 0, "how": "against the references",
+    }  # fmt: skip
 
 
 def test_fast_mode_gives_the_same_conversation_much_faster(tmp_path, models, server):
