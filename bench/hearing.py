@@ -2,8 +2,9 @@
 (the turn clips of `bench/probe.py --keep DIR`: `ttfat serve-agent` probed with recordings/ over Twilio,
 μ-law at 8 kHz), heard again by each Whisper model we bundle through the probe's own listening
 (voice/runs/probe/listening.py: stretches, clauses, numbers as said). Prints, per model, the share of
-turns whose facts were all heard, beside the share whose facts the agent's own answer text holds (the
-most hearing can give), and the hearing's CPU time per call (all threads) and wall time.
+turns whose facts were all heard, beside the share whose facts the agent's own words hold as far as they
+were played (a caller who speaks again stops the agent: what was never played cannot be heard; the most
+hearing can give), and the hearing's CPU time per call (all threads) and wall time.
 
     python bench/probe.py --keep DIR && python bench/hearing.py DIR [--models tiny.en base]
 """
@@ -28,12 +29,16 @@ from voice.runs.probe.agreement import JOIN_S
 from voice.runs.probe.listening import Heard, Listener, heard_answer
 
 
-def own_answer(probed: dict, agent: list[dict]) -> str | None:
-    """What the agent itself said it answered to the turn a probe heard (joined as bench/probe.py does)."""
+def own_answer(probed: dict, agent: list[dict], until_s: float) -> str | None:
+    """What the agent itself recorded saying to the turn a probe heard (joined as bench/probe.py does),
+    up to `until_s` in the call's audio: a caller who speaks again there stops it (a barge-in), and
+    what was never played cannot be heard."""
     same = [a for a in agent if a["call"] == probed["call"] and a.get("speech_end_s") is not None]
     near = min(same, key=lambda a: abs(a["speech_end_s"] - probed["speech_end_s"]), default=None)
-    ok = near is not None and abs(near["speech_end_s"] - probed["speech_end_s"]) <= JOIN_S
-    return near["answer"] if ok else None
+    if near is None or abs(near["speech_end_s"] - probed["speech_end_s"]) > JOIN_S:
+        return None
+    played = [c for c in near["clauses"] if near["speech_end_s"] + (c["heard_ms"] or 0) / 1000 < until_s]
+    return " ".join(c["text"] for c in played)
 
 
 def hear(model: str, clips: dict, fillers: tuple[str, ...]) -> tuple[dict, float, float]:
@@ -76,10 +81,12 @@ def main() -> None:
     def row(name: str, ok: int, cost: str = "") -> None:
         print(f"{name:<28}{ok:>6} of {len(judged):<4}{ok / len(judged):>8.1%}{cost}")
 
-    said = [r for r in judged if right(r, own_answer(r, agent))]
+    starts = {(r["call"], r["turn"]): r["reference"]["speech_start_s"] for r in probed if r.get("reference")}
+    until = lambda r: starts.get((r["call"], r["turn"] + 1), float("inf"))  # noqa: E731  (the next turn)
+    said = [r for r in judged if right(r, own_answer(r, agent, until(r)))]
     print(f"# {cpu_name()}; {len(clips)} turns of {calls} calls over Twilio μ-law, {len(judged)} with facts")
     print(f"{'heard by':<28}{'facts all heard':>16}{'share':>8}   hearing per call")
-    row("the agent's own words", len(said))
+    row("the agent's own words, played", len(said))
     row("the probe's run (tiny.en)", sum(right(r, r["answer"]) for r in judged))
     for model in args.models:
         heard, cpu, wall = hear(model, clips, tuple(load_agent_file(BUNDLED_AGENT).fillers))
