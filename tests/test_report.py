@@ -89,6 +89,7 @@ def test_quality_against_the_manifest():
     # 0 + 1 (by/bye) + 2 (seven one / one seven) word errors over 8 + 2 + 5 reference words
     assert q["wer"] == round(3 / 15, 4)
     assert wer([("a b c", "a x c d")]) == 2 / 3
+    assert facts_correct({"answer": "It's already canceled."}, ["already cancelled"])  # spelt either way
 
 
 def test_manifests_fit_any_agent_argument_subsets_several_calls_and_regex_facts():

@@ -9,12 +9,15 @@ import re
 from collections.abc import Sequence
 
 DIGIT_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+# one word spelt two ways: said alike, so the same word ("canceled" as Whisper writes it)
+SPELLINGS = {"canceled": "cancelled", "canceling": "cancelling"}
 
 
 def normalize(text: str) -> list[str]:
-    """Words: lowercase, no punctuation, each digit as its word ("4217" -> four two one seven)."""
+    """Words: lowercase, no punctuation, each digit as its word ("4217" -> four two one seven), one
+    spelling for a word spelt two ways."""
     text = re.sub(r"\d", lambda m: f" {DIGIT_WORDS[int(m.group())]} ", text.lower())
-    return re.sub(r"[^a-z' ]+", " ", text.replace("-", " ")).split()
+    return [SPELLINGS.get(w, w) for w in re.sub(r"[^a-z' ]+", " ", text.replace("-", " ")).split()]
 
 
 def fact_stated(answer: str, fact: str | dict) -> bool:
