@@ -340,7 +340,8 @@ def test_anchors_are_emitted_when_they_happen(tmp_path, models, server, grace_ms
 
     path = speech_file(models, tmp_path / "q.wav", ["where is my order one zero two eight"], gap_s=6.0)
     settings = Settings("realtime", filler_grace_ms=grace_ms)
-    call = Call("q", load_audio(path).samples, stages(models, server), settings)
+    facts = {"reference": {"text": "", "facts": [{"regex": r"\w"}]}}  # any word: the first fact heard too
+    call = Call("q", load_audio(path).samples, stages(models, server), settings, annotate=lambda turn: facts)
     seen = []
     call.timeline.observers.append(lambda e: seen.append((e, time.monotonic_ns())))
     asyncio.run(call.run())

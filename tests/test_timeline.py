@@ -219,10 +219,10 @@ def test_the_first_fact_heard_is_where_the_clause_that_says_one_was_heard():
         log = TurnLog(tl, 0)
         log.note(reference=None if facts is None else {"text": "", "facts": facts})
         tl.emit(0, "first_audio_heard", t_ns=1_400_000_000)
-        for i, text in enumerate(clauses):
-            at = 1_000_000_000 + (i + 1) * 400_000_000
-            tl.emit(0, "clause", t_ns=at, text=text, filler=False, heard_ns=at, end_ns=at + 300_000_000)
-        log.fact_heard()
+        heard = [(text, 1_000_000_000 + (i + 1) * 400_000_000) for i, text in enumerate(clauses)]
+        for i in range(len(heard)):  # as each clause starts to be heard
+            log.fact_heard(heard[: i + 1])
+        assert sum(e.name == "first_fact_heard" for e in tl.events) <= 1  # once
         return tl.turns[0].to_dict()["first_fact_ms"]
 
     said = ("One moment.", "Your order shipped with", "DHL, on Monday.")

@@ -137,6 +137,7 @@ class Speaking:
                 if not self.spoken:
                     self.log.emit("first_audio_heard", t_ns=start)
                 self.spoken.append(Spoken(clause, start))
+                self.log.fact_heard([(s.clause.text, s.heard_ns) for s in self.spoken])  # a manifest's facts
                 self._answer_anchors()
                 async for piece in pieces:  # made while the first plays: heard back to back
                     _, end = await self.speaker.play(piece, clock())

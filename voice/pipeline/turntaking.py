@@ -189,7 +189,6 @@ class TurnTaking:
             if index not in self.merged and not (attempt and attempt.is_dropped(asyncio.current_task())):
                 if log.held is not None:  # an answer started ahead of its endpoint is done once kept
                     await gate.wait()
-                TurnLog(context.timeline, index).fact_heard()
                 context.timeline.emit(index, "turn_done", status=log.record.status)
 
     def _cut_off(self, index: int, log: TurnLog) -> bool:

@@ -14,7 +14,7 @@ writer, so what a stage may change in it is the list of `TurnLog`'s methods.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from llm.clock import ms
@@ -311,13 +311,15 @@ class TurnLog:
         self.record.answer, self.record.tool_calls = answer, tool_calls
         self.note(answered_by=answered_by)
 
-    def fact_heard(self) -> None:
-        """`first_fact_heard` where the clause that says the first of the reference's facts was heard
-        (voice/timing/facts.py); nothing without facts to hear, or when none was said."""
+    def fact_heard(self, heard: Sequence[tuple[str, int]]) -> None:
+        """`first_fact_heard` where the clause that says the first of the reference's facts was heard,
+        given the clauses heard so far, (text, heard from), in order (voice/timing/facts.py); once, and
+        nothing without facts to hear."""
         facts = (self.record.info.get("reference") or {}).get("facts") or []
-        heard = [c for c in self.record.clauses if c.get("heard_ns") is not None]
-        if (i := first_fact([c.get("text", "") for c in heard], facts)) is not None:
-            self.emit("first_fact_heard", heard[i]["heard_ns"])
+        if not facts or "first_fact_heard" in self.record.anchors:
+            return
+        if (i := first_fact([text for text, _ in heard], facts)) is not None:
+            self.emit("first_fact_heard", heard[i][1])
 
     def set_status(self, status: str, error: str | None = None) -> None:
         """How the turn ended (a record starts "ok"): why it failed, or was never answered."""

@@ -180,7 +180,7 @@ async def write_turns(
                 end_ns=at(clause["end"]),
             )
         log.answered(answer.text, [], answered_by="agent")
-        log.fact_heard()
+        log.fact_heard([(clause["text"], at(clause["heard"])) for clause in answer.clauses])
         if session.failure and hi > end:
             log.set_status("error", session.failure)
         elif "first_useful_audio_heard" not in answer.anchors:
