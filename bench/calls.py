@@ -52,3 +52,20 @@ def human_calls(out: Path, per_call: int = 4, gap_s: float = 4.0) -> list[str]:
         lines.append(json.dumps({"call": name, "file": f"{name}.wav", "turns": turns}))
     (out / "manifest.jsonl").write_text("\n".join(lines) + "\n")
     return [str(out)]
+
+
+def phone_line(paths: list[str], out: Path) -> list[str]:
+    """The calls of `paths` as a phone line carries them (8 kHz μ-law, back at 16 kHz, as `ttfat
+    serve-agent` decodes a Twilio stream), written to `out` with their manifest; returns the paths."""
+    from voice.pipeline.audio import resample
+    from voice.runs.replay import find_calls
+    from voice.runs.telephony import Twilio
+
+    out.mkdir(parents=True, exist_ok=True)
+    wire, lines = Twilio(), []
+    for call in find_calls(paths):
+        narrow = wire.carried(resample(load_audio(call.path, call.channel).samples, RATE, wire.rate))
+        sf.write(out / f"{call.name}.wav", resample(narrow, wire.rate, RATE), RATE)
+        lines.append({"call": call.name, "file": f"{call.name}.wav", "turns": call.reference or []})
+    (out / "manifest.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return [str(out)]

@@ -1,13 +1,14 @@
 """Realtime replay through the whole pipeline, the serial one and the overlapped one side by side, and
 what each lever of the overlap gives on its own (issue 19): first useful audio heard p50/p95 (targets
 <= 450 / 800 ms on recordings/, <= 500 / 900 ms on calls made of the human clips of ../shared), the
-stages of the wait, quality beside latency (WER, tool calls, answer facts, turns cut mid-sentence),
+stages of the wait, quality beside latency (WER, tool calls, answer facts, turns talked over and split),
 wasted speculative work and CPU time per turn, the critical path (what each turn's caller was still
 waiting on when the turn was over, and for how long), and the pipeline's own overhead and memory.
 
-    python bench/pipeline.py [--calls recordings|human] [--configs serial overlapped ...] [--mode fast]
+    python bench/pipeline.py [--calls recordings|human] [--line direct|phone] [--configs serial ...]
+        [--mode fast]
 
-A turn is cut mid-sentence when the agent is heard before the caller's reference turn has ended. CPU
+Turns talked over and split: against the references (voice/reports/talkover.py, docs/timing.md). CPU
 time is the voice process's and the LLM server's together, over the whole run, per turn.
 """
 
@@ -25,7 +26,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from calls import human_calls
+from calls import human_calls, phone_line
 
 from asr.whisper import LONG_DIGITS, Transcriber
 from llm.serving.client import OpenAIChat
@@ -108,12 +109,6 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def cut_mid_sentence(turn: dict) -> bool:
-    """The agent was heard before the caller's reference turn had ended."""
-    ref, heard = turn.get("reference"), turn.get("first_audio_ms")
-    return bool(ref) and heard is not None and turn["speech_end_s"] + heard / 1e3 < ref["speech_end_s"] - 0.05
-
-
 def replay_config(name, paths, server, pid, parts, args) -> dict:
     settings, window, numbers, *given = CONFIGS[name]
     long_digits = given[0] if given else 1 if numbers is None else LONG_DIGITS
@@ -163,6 +158,9 @@ def fmt(v: float | None) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--calls", choices=["recordings", "human"], default="recordings")
+    ap.add_argument(
+        "--line", choices=["direct", "phone"], default="direct", help="phone: the calls through 8 kHz μ-law"
+    )
     ap.add_argument("--configs", nargs="+", choices=list(CONFIGS), default=list(CONFIGS))
     ap.add_argument("--mode", default="realtime", choices=["realtime", "fast"])
     ap.add_argument("--llm-model", default="bundled")
@@ -172,9 +170,11 @@ def main() -> None:
     Timeline.emit = timed_emit(Timeline.emit)
     tmp = Path(tempfile.mkdtemp(prefix="ttfat-human-"))
     paths = human_calls(tmp) if args.calls == "human" else ["recordings"]
+    if args.line == "phone":
+        paths = phone_line(paths, tmp / "phone")
     print(
-        f"# pipeline bench: {cpu_name()}, {os.cpu_count()} cores; "
-        f"{args.calls} calls, {args.mode} replay, the bundled models (ASR tiny.en int8)"
+        f"# pipeline bench: {cpu_name()}, {os.cpu_count()} cores; {args.calls} calls ({args.line} line), "
+        f"{args.mode} replay, the bundled models (ASR tiny.en int8)"
     )
     parts = (
         Transcriber(),
@@ -204,7 +204,7 @@ def report(results: dict) -> None:
     print(
         f"{'config':<20}{'p50':>6}{'p95':>6}{'/serial':>8}{'p50':>6}{'p95':>6}   {'WER':>5}{'tools':>6}"
         f"{'facts':>6}"
-        f"{'cut':>5}{'   ASR runs/ms  LLM runs/ms':>28}{'voice + LLM':>14}"
+        f"{'over':>5}{'split':>6}{'   ASR runs/ms  LLM runs/ms':>28}{'voice + LLM':>14}"
     )
     for name, r in results.items():
         print(row(name, r, base))
@@ -261,13 +261,13 @@ def row(name: str, r: dict, base: dict | None) -> str:
         b = base["summary"]["metrics"]["first_useful_audio_ms"]
         ratio = f"{useful['p50'] / b['p50']:.2f}"
     pct = lambda v: "-" if v is None else f"{100 * v:.1f}"  # noqa: E731
-    cut = sum(cut_mid_sentence(t) for t in r["turns"])
+    over = r["summary"]["talked_over"]
     waste = f"{w['asr_runs']:.2f} / {w['asr_ms']:3.0f}  {w['llm_runs']:.2f} / {w['llm_ms']:3.0f}"
     return (
         f"{name:<20}{fmt(useful['p50']):>6}{fmt(useful['p95']):>6}{ratio:>8}{fmt(ttfat['p50']):>6}"
         f"{fmt(ttfat['p95']):>6}   {pct(q['wer']):>5}{pct(q['tool_call_accuracy']):>6}"
         f"{pct(q['fact_accuracy']):>6}"
-        f"{cut:>5}{waste:>28}{r['cpu_ms'][0]:>8.0f} + {r['cpu_ms'][1]:.0f}"
+        f"{over['turns']:>5}{over['split']:>6}{waste:>28}{r['cpu_ms'][0]:>8.0f} + {r['cpu_ms'][1]:.0f}"
     )
 
 
