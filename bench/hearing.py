@@ -25,7 +25,7 @@ from voice.pipeline.settings import Settings
 from voice.record.environment import cpu_name
 from voice.record.runlog import read_audio, read_run
 from voice.reports.summary import facts_correct
-from voice.runs.probe.agreement import JOIN_S
+from voice.runs.probe.agreement import same_turn
 from voice.runs.probe.listening import Heard, Listener, heard_answer
 
 
@@ -33,9 +33,7 @@ def own_answer(probed: dict, agent: list[dict], until_s: float) -> str | None:
     """What the agent itself recorded saying to the turn a probe heard (joined as bench/probe.py does),
     up to `until_s` in the call's audio: a caller who speaks again there stops it (a barge-in), and
     what was never played cannot be heard."""
-    same = [a for a in agent if a["call"] == probed["call"] and a.get("speech_end_s") is not None]
-    near = min(same, key=lambda a: abs(a["speech_end_s"] - probed["speech_end_s"]), default=None)
-    if near is None or abs(near["speech_end_s"] - probed["speech_end_s"]) > JOIN_S:
+    if (near := same_turn(probed, agent)) is None:
         return None
     played = [c for c in near["clauses"] if near["speech_end_s"] + (c["heard_ms"] or 0) / 1000 < until_s]
     return " ".join(c["text"] for c in played)
