@@ -42,6 +42,12 @@ READING_GAP = 0.25
 # the telephone prompts and recordings/ (bench/asr_window.py), every shorter number ("5 5", "10 meters",
 # "fifteen", "seven of clubs") reads the same digits at 30 s, which would put 450-600 ms on its path.
 LONG_DIGITS = 3
+# A stretch of sound Whisper itself judges not to be speech (its no-speech probability above faster-whisper's
+# own threshold) holds no words, whatever it reads into it: a 440 Hz tone over μ-law is now and then read
+# "You" (no-speech 0.71, the word's probability 0.008), just inside faster-whisper's log-probability bound.
+# None of the 348 stretches of our agent's speech a probe heard over the phone line comes near (at most
+# 0.53, "Thank you."; bench/probe.py's kept runs).
+NO_SPEECH = 0.6
 
 
 class AsrModelError(RuntimeError):
@@ -221,11 +227,14 @@ class Transcriber:
 
     def words(self, audio: np.ndarray) -> list[Word]:
         """The words of `audio` with their times, at 30 s windows (how `ttfat probe` hears an agent). A
-        piece Whisper gives without a space before it is the end of the word before ("$12" ".98")."""
+        piece Whisper gives without a space before it is the end of the word before ("$12" ".98"); a
+        segment that is likely no speech (`NO_SPEECH`) gives none."""
         import numpy as np
 
         out: list[Word] = []
         for segment in self._segments(audio.astype(np.float32, copy=False), word_timestamps=True):
+            if segment.no_speech_prob > NO_SPEECH:
+                continue
             for w in segment.words or []:
                 if out and w.word.strip() and not w.word.startswith(" "):
                     out[-1] = Word(out[-1].text + w.word.strip(), out[-1].start_s, w.end)

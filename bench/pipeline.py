@@ -8,6 +8,9 @@ waiting on when the turn was over, and for how long), and the pipeline's own ove
     python bench/pipeline.py [--calls recordings|human] [--line direct|phone] [--configs serial ...]
         [--mode fast]
 
+Each config is `ttfat replay` with a few options (CONFIGS), built by replay's own code: "overlapped", with
+none, is what `ttfat replay recordings/` runs (tests/test_pipeline.py holds the two equal).
+
 Turns talked over and split: against the references (voice/reports/talkover.py, docs/timing.md). CPU
 time is the voice process's and the LLM server's together, over the whole run, per turn.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import resource
@@ -23,55 +27,62 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 
 from calls import human_calls, phone_line
 
-from asr.whisper import LONG_DIGITS, Transcriber
-from llm.serving.client import OpenAIChat
 from llm.serving.models import model_dir, served_name
 from llm.serving.process import ServerProcess
 from llm.support.models import register_bundled
-from llm.support.spoken import holds_order_id
-from llm.support.tools import store_agent
-from tts.piper import Synthesizer
-from voice.pipeline.endpointing import SmartTurn
-from voice.pipeline.settings import Settings, VadConfig
-from voice.pipeline.stages import Stages
-from voice.record.environment import cpu_name, environment
+from ttfat.cli import build_parser
+from ttfat.commands.replay import prepare
+from ttfat.stack import open_stack
+from voice.record.environment import cpu_name
 from voice.reports.summary import percentile
 from voice.runs.replay import find_calls, run
 from voice.timing.anchors import STAGES
 from voice.timing.timeline import CRITICAL_PATH, Timeline, waiting_on
 
-SERIAL = Settings().serial()
-# name -> (settings, ASR window, numbers[, long digits]): numbers None hears every fitted window's number
-# again at 30 s; 0 keeps one the agent's numbers_whole reads as whole (lever 1); n also takes the likeliest
-# whole one of the fitted window's n readings before the 30 s pass (lever 4). Long digits: how many digits
-# a number must spell to be heard again at all (lever 6; 1: any number, as before it). Each lever alone on
-# top of the serial pipeline, and all of them.
-CONFIGS = {
-    "serial": (SERIAL, "full", None),
-    "asr auto window": (SERIAL, "auto", None),
-    "speculative asr": (replace(SERIAL, speculate=True), "full", None),
-    "+ preempted answer": (replace(SERIAL, speculate=True, preempt=True), "full", None),
-    "first clause first": (replace(SERIAL, first_clause_first=True), "full", None),
-    "split first clause": (replace(SERIAL, split_first_clause=True), "full", None),
-    "words end turns": (replace(SERIAL, speculate=True, words_end_turns=True), "auto", None),
-    "smart turn": (replace(SERIAL, smart_turn=True), "full", None),
-    "whole numbers kept": (SERIAL, "auto", 0),
-    "numbers from 10 readings": (SERIAL, "auto", 10),
-    "overlapped": (Settings(), "auto", 10),
-    "overlapped, numbers re-heard": (Settings(), "auto", None),
-    "overlapped, numbers at 30 s": (Settings(), "auto", 0),
-    "overlapped, short numbers heard again": (Settings(), "auto", 10, 1),
-    "overlapped, first clause whole": (replace(Settings(), split_first_clause=False), "auto", 10),
-    "overlapped, tts on first words": (replace(Settings(), tts_on_first_words=True), "auto", 10),
-    "streamed speech": (replace(SERIAL, stream_speech=True), "full", None),
-    "overlapped, clauses whole": (replace(Settings(), stream_speech=False), "auto", 10),
-    "overlapped, vad pauses": (replace(Settings(), vad=VadConfig(quiet_pause=False)), "auto", 10),
+# Each config is `ttfat replay` with these options, built by replay's own code (ttfat/commands/replay.py
+# `prepare`, ttfat/stack.py `open_stack`: the agent file, its ASR and decoding): "overlapped", no options,
+# is what a user gets. Each lever of the overlap alone on top of the serial pipeline, and all of them.
+LEVER_FLAGS = {
+    "speculate": "--no-speculate",
+    "preempt": "--no-preempt",
+    "first_clause_first": "--no-first-clause-first",
+    "split_first_clause": "--no-split-first-clause",
+    "stream_speech": "--no-stream-speech",
+    "words_end_turns": "--no-words-end-turns",
 }
+
+
+def serial_but(*levers: str, window: str = "full") -> list[str]:
+    """The serial pipeline (`--serial`: every lever off, Whisper's 30 s window) with `levers` on."""
+    return [flag for lever, flag in LEVER_FLAGS.items() if lever not in levers] + ["--asr-window", window]
+
+
+CONFIGS = {
+    "serial": ["--serial"],
+    "speculative asr": serial_but("speculate"),
+    "+ preempted answer": serial_but("speculate", "preempt"),
+    "first clause first": serial_but("first_clause_first"),
+    "split first clause": serial_but("split_first_clause"),
+    "words end turns": serial_but("speculate", "words_end_turns", window="auto"),
+    "smart turn": [*serial_but(), "--smart-turn"],
+    "whole numbers kept": [*serial_but(window="auto"), "--asr-readings", "0"],
+    "numbers from 10 readings": serial_but(window="auto"),
+    "streamed speech": serial_but("stream_speech"),
+    "overlapped": [],
+    "overlapped, numbers at 30 s": ["--asr-readings", "0"],
+    "overlapped, first clause whole": ["--no-split-first-clause"],
+    "overlapped, clauses whole": ["--no-stream-speech"],
+    "overlapped, smart turn": ["--smart-turn"],
+}
+
+
+def replay_args(name: str, paths: list[str], url: str, mode: str) -> argparse.Namespace:
+    """`ttfat replay PATHS --llm-url URL --mode MODE` with the config's options, as its parser reads them."""
+    return build_parser().parse_args(["replay", *paths, "--llm-url", url, "--mode", mode, *CONFIGS[name]])
 
 
 emit_ns: dict[tuple[str, int], int] = {}
@@ -109,29 +120,22 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def replay_config(name, paths, server, pid, parts, args) -> dict:
-    settings, window, numbers, *given = CONFIGS[name]
-    long_digits = given[0] if given else 1 if numbers is None else LONG_DIGITS
-    transcriber, synthesizer, turn_model = parts
-    transcriber.window, transcriber.numbers_whole = window, None if numbers is None else holds_order_id
-    transcriber.nbest, transcriber.long_digits = numbers or 0, long_digits
-    chat = OpenAIChat(server)
-    stages = Stages(transcriber, store_agent(chat), synthesizer, turn_model)
-    out = Path(args.out) / name.replace(" ", "-").replace("+", "plus")
+def replay_config(name: str, paths: list[str], server: str, pid: int, out: Path, mode: str) -> dict:
+    args = replay_args(name, paths, server, mode)
+    settings, plan = prepare(args)
+    with contextlib.ExitStack() as stack:  # holds nothing: the server is the bench's (--llm-url)
+        [(_, stages, env)] = open_stack(
+            args, stack, settings, plan, mode=mode, config=name, options=CONFIGS[name]
+        )
     lags: list[float] = []
     emit_ns.clear()
     cpu = time.process_time(), cpu_s(pid)
-    env = environment(
-        mode=args.mode, config=name, asr_window=window, numbers=numbers, long_digits=long_digits
-    )
 
     async def replayed() -> dict:
         try:
-            return await with_lag_probe(
-                run(find_calls(paths), stages, replace(settings, mode=args.mode), out, 1, env), lags
-            )
+            return await with_lag_probe(run(find_calls(paths), stages, settings, out, 1, env), lags)
         finally:  # closed on its own loop: left to the collector, it closes on the next config's, and fails
-            await chat.client.close()
+            await stages.agent.llm.client.close()
 
     summary = asyncio.run(replayed())
     turns = [json.loads(line) for line in (out / "turns.jsonl").read_text().splitlines()]
@@ -176,17 +180,13 @@ def main() -> None:
         f"# pipeline bench: {cpu_name()}, {os.cpu_count()} cores; {args.calls} calls ({args.line} line), "
         f"{args.mode} replay, the bundled models (ASR tiny.en int8)"
     )
-    parts = (
-        Transcriber(),
-        Synthesizer(),
-        SmartTurn() if any(CONFIGS[c][0].smart_turn for c in args.configs) else None,
-    )
     results = {}
     process = ServerProcess(model_dir(args.llm_model), served_name(args.llm_model))
     with process as url:
         pid = process.proc.pid
         for name in args.configs:
-            results[name] = replay_config(name, paths, url, pid, parts, args)
+            out = Path(args.out) / name.replace(" ", "-").replace("+", "plus").replace(",", "")
+            results[name] = replay_config(name, paths, url, pid, out, args.mode)
             m = results[name]["summary"]["metrics"]["first_useful_audio_ms"]
             print(
                 f"  {name}: first useful audio heard p50 {fmt(m['p50'])} ms, p95 {fmt(m['p95'])} ms",

@@ -109,3 +109,26 @@ def test_a_number_the_agent_reads_whole_keeps_the_fitted_windows_words():
         result = transcriber.transcribe(fifteen)
         assert result.passes == passes and "".join(c for c in result.text if c.isdigit()) == "15", result
     assert auto.whole_reading(fifteen, auto.first_pass(fifteen)) is None
+
+
+def test_sound_whisper_judges_no_speech_gives_no_words(transcriber):
+    """A 440 Hz tone an agent plays over the phone line (μ-law, 8 kHz), at 40 offsets within a frame: tiny.en
+    reads "You" or "Beep!" into it at some offsets (no-speech probability about 0.7); `words` hears none at
+    any of them. A spoken answer over the same line is still heard."""
+    from tests.peers import wordless
+    from voice.pipeline.audio import resample
+    from voice.runs.telephony import Twilio
+
+    wire = Twilio()
+    over_the_line = lambda x: resample(wire.parse(wire.agent_media(x)).samples, wire.rate, 16000)  # noqa: E731
+    tone = dict(wordless(wire.rate))["tone"]
+    read_into = 0
+    for offset in range(0, 80, 2):
+        heard = over_the_line(
+            np.concatenate([np.zeros(400 + offset, np.float32), tone, np.zeros(4000, np.float32)])
+        )
+        read_into += any(s.words for s in transcriber._segments(heard, word_timestamps=True))
+        assert transcriber.words(heard) == [], offset
+    assert read_into > 0  # the case this guards against still arises
+    speech = load_audio(ROOT / "recordings" / "call03.wav").samples[:80000]
+    assert len(transcriber.words(over_the_line(resample(speech, 16000, wire.rate)))) >= 5

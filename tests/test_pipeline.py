@@ -410,6 +410,34 @@ def test_the_replay_command_in_a_fresh_interpreter(tmp_path, models):
     assert turn["status"] == "ok" and "eight in the morning" in turn["answer"]
 
 
+def test_the_pipeline_bench_runs_what_replay_runs(tmp_path, models, server):
+    """bench/pipeline.py's default row ("overlapped") is `ttfat replay` with no options: the same arguments,
+    read by replay's parser, and the same stack built from them by replay's code, as each run records it
+    (its settings, ASR, TTS, agent and what each request sends), with the same answer."""
+    import importlib
+    import os
+    import sys
+
+    from ttfat.cli import build_parser, main
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        bench = importlib.import_module("pipeline")
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    paths = [str(speech_file(models, tmp_path / "h.wav", ["what are your opening hours"]))]
+    user = ["replay", *paths, "--llm-url", server, "--mode", "fast"]
+    assert vars(bench.replay_args("overlapped", paths, server, "fast")) == vars(
+        build_parser().parse_args(user)
+    )
+    benched = bench.replay_config("overlapped", paths, server, os.getpid(), tmp_path / "bench", "fast")
+    assert main([*user, "--out", str(tmp_path / "user")]) == 0
+    (turn,), summary = read_run(tmp_path / "user")
+    for key in ("settings", "asr", "tts", "agent", "llm"):
+        assert benched["summary"]["environment"][key] == summary["environment"][key], key
+    assert [t["answer"] for t in benched["turns"]] == [turn["answer"]] and turn["status"] == "ok"
+
+
 def test_speech_that_comes_back_drops_what_was_started_on_the_pause(tmp_path, models, server):
     """A 200 ms pause inside "where is my order / one zero two eight" starts a transcript and an answer
     on "where is my order"; the caller goes on, so both are dropped and counted, and the turn is

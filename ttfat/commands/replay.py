@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ttfat.stack import (
+    StackPlan,
     add_mirror_args,
     add_mode_args,
     add_stack_args,
@@ -14,7 +15,7 @@ from ttfat.stack import (
     plan_stack,
     settings_from_args,
 )
-from voice.pipeline.settings import SettingsError
+from voice.pipeline.settings import Settings, SettingsError
 
 
 def add_parser(sub) -> None:
@@ -80,19 +81,10 @@ def channel_arg(value: str) -> int | str:
     raise argparse.ArgumentTypeError(f"auto or a channel number (0, 1, ...), not {value!r}")
 
 
-def run(args: argparse.Namespace) -> int:
-    import asyncio
-    import contextlib
-    import time
-    from pathlib import Path
-
-    from ttfat.commands.report import write_html
-    from voice.record.runlog import check_run_dir
-    from voice.reports.summary import compare_report, text_report
-    from voice.runs.replay import check_calls, find_calls, run_ab
-    from voice.runs.replay import run as replay
-
-    # Everything that can be wrong is found here, in milliseconds, before a model loads (issue 45)
+def prepare(args: argparse.Namespace) -> tuple[Settings, StackPlan]:
+    """The settings and the stack plan `args` ask for. Everything that can be wrong is found here, in
+    milliseconds, before a model loads (issue 45). bench/pipeline.py builds each of its configs through
+    this and `open_stack`, from replay's own arguments: its default row is what a user gets."""
     settings = settings_from_args(args, args.mode, playback_latency_ms=args.playback_latency_ms)
     for flag, what in (("resume", "finish"), ("force", "replace")):
         if getattr(args, flag) and not args.out:
@@ -106,7 +98,22 @@ def run(args: argparse.Namespace) -> int:
             "an A/B run replays one call at a time, without --mqtt, --otlp, --html or "
             "--resume (ttfat report each run directory after it)"
         )
-    plan = plan_stack(args)
+    return settings, plan_stack(args)
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+    import contextlib
+    import time
+    from pathlib import Path
+
+    from ttfat.commands.report import write_html
+    from voice.record.runlog import check_run_dir
+    from voice.reports.summary import compare_report, text_report
+    from voice.runs.replay import check_calls, find_calls, run_ab
+    from voice.runs.replay import run as replay
+
+    settings, plan = prepare(args)
     calls = find_calls(args.paths, args.channel)
     check_calls(calls)
     out = Path(args.out or time.strftime("runs/replay-%Y%m%d-%H%M%S"))
