@@ -8,7 +8,8 @@ a floor) and bounds the decode by the audio's length, as short windows otherwise
 `bench/asr_window.py`: about 5x cheaper at the same word error rate, but short windows miscopy digits
 ("order 5011" heard as "511"), so `window="auto"` decodes a transcript holding a long number again
 (`long_digits`: one that may spell three digits or more; a short window's slips drop or double a digit of
-a long number, and the short ones it hears as the 30 s window does), unless the agent can tell the number
+a long number, and the short ones it hears as the 30 s window does; or one after a word naming an id,
+"order 93 once" for "order nine three one six"), unless the agent can tell the number
 came out whole (`numbers_whole`: the bundled agent's order numbers have four digits). The fitted window's
 beam is asked first for its `nbest` likeliest readings, and the likeliest whole one is taken unless it is
 far less likely than the best reading (`READING_GAP`) or says words twice over: the encoding is reused,
@@ -190,11 +191,12 @@ class Transcriber:
         return Transcript(text, seconds, (time.perf_counter() - start) * 1e3, [f"fit {window:g} s"], encoding)
 
     def needs_second_pass(self, first: Transcript) -> bool:
-        """With window "auto", a fitted window's words holding a number of `long_digits` or more are heard
-        again (`second_pass`), unless `numbers_whole` (the agent's) says it is whole as the agent needs it."""
+        """With window "auto", a fitted window's words holding a number of `long_digits` or more, or a
+        number after a word naming an id, are heard again (`second_pass`), unless `numbers_whole` (the
+        agent's) says it is whole as the agent needs it."""
         whole = self.numbers_whole is not None and self.numbers_whole(first.text)
         fitted = self.window == "auto" and self._window(first.seconds) < FULL_WINDOW_S
-        return fitted and number_digits(first.text) >= self.long_digits and not whole
+        return fitted and long_number(first.text, self.long_digits) and not whole
 
     def second_pass(self, audio: np.ndarray, first: Transcript) -> Transcript:
         """For a number of `LONG_DIGITS` or more, a whole one among the fitted window's readings
@@ -319,10 +321,24 @@ def number_digits(text: str) -> int:
     return most
 
 
-def long_number(text: str) -> bool:
-    """Whether a number in `text` may spell `LONG_DIGITS` digits: one a short window may have slipped on;
-    a short one read otherwise would be another number, not a mended one."""
-    return number_digits(text) >= LONG_DIGITS
+_ID_CUE = re.compile(
+    rf"\b(?:order|account|confirmation|reference|ticket|tracking|case)(?: number| id)?(?: is)?[,:]? ?#?"
+    rf"(?:{_NUMBER.pattern})",
+    re.IGNORECASE,
+)
+
+
+def names_id(text: str) -> bool:
+    """Whether a number follows a word that names an id ("order 93 once a" for "order nine three one six"):
+    a short window drops an id's digits or hears them as words, so a short number there may be a long
+    one cut short, and is heard again as a long one is."""
+    return bool(_ID_CUE.search(text))
+
+
+def long_number(text: str, long_digits: int = LONG_DIGITS) -> bool:
+    """Whether a number in `text` may spell `long_digits` digits, or may be an id (`names_id`): one a short
+    window may have slipped on; a short one read otherwise would be another number, not a mended one."""
+    return number_digits(text) >= long_digits or names_id(text)
 
 
 def _loops(text: str) -> int:

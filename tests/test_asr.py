@@ -132,3 +132,30 @@ def test_sound_whisper_judges_no_speech_gives_no_words(transcriber):
     assert read_into > 0  # the case this guards against still arises
     speech = load_audio(ROOT / "recordings" / "call03.wav").samples[:80000]
     assert len(transcriber.words(over_the_line(resample(speech, 16000, wire.rate)))) >= 5
+
+
+def test_a_short_number_after_a_word_naming_an_id_is_heard_again():
+    """A fitted window that hears "order 93 once" (call13's "order nine three one six", the audio ending a
+    quarter second early, as a pause's transcript does) has two digits: no long number, but one that
+    follows "order" may be an id cut short, and is heard again; the fitted window's readings hold 9316.
+    A short number that names no id ("fifteen", "2 heaters") is not."""
+    from asr.whisper import Transcript, names_id
+    from llm.support.spoken import holds_order_id, parse_order_id
+    from voice.runs.replay import find_calls
+
+    auto = Transcriber(window="auto", numbers_whole=holds_order_id)
+    (call,) = [c for c in find_calls([str(ROOT / "recordings")]) if c.name == "call13"]
+    ref = call.reference[0]
+    audio = load_audio(call.path, call.channel).samples
+    clip = audio[int((ref["speech_start_s"] - 0.3) * 16000) : int((ref["speech_end_s"] - 0.26) * 16000)]
+    first = auto.first_pass(clip)
+    assert number_digits(first.text) == 2 and not holds_order_id(first.text), first
+    result = auto.transcribe(clip)
+    assert result.passes == ["fit 10 s", "fit 10 s, 10-best"] and parse_order_id(result.text) == "9316", (
+        result
+    )
+    named = ("order 93 once a", "my account number is 42", "Confirmation, twelve.", "order #7")
+    unnamed = ("fifteen", "I need 2 heaters", "in order to get 3", "the order came on the 5th")
+    assert [names_id(t) for t in named] == [True] * 4 and [names_id(t) for t in unnamed] == [False] * 4
+    short = lambda text: auto.needs_second_pass(Transcript(text, 3.0, 0.0, ["fit 10 s"]))  # noqa: E731
+    assert short("What's the status of order 93 once a") and not short("I need 2 heaters")
