@@ -9,6 +9,10 @@ the human questions of ../shared (bench/calls.py); and the pause set: human turn
 pauses inside them (read sentences with commas, numbers read in groups, lists, counting). Every pause is
 labelled by the references: inside a turn's speech (mid-turn) or at its end.
 
+The rules: VAD alone; the words rule (voice/pipeline/endpointing.py: goes_on); Smart Turn v3.2 on the
+audio; the text model trained here (voice/pipeline/textturn.py) on the pause's transcript; and the two
+together (the mean of their probabilities).
+
 A rule waits `short` ms of silence on a pause it judges the turn's end and `long` on one it judges
 goes on (VAD alone: always `short`). Printed, per rule: the false cut-off rate (the share of turns with
 a pause inside longer than the rule's wait there: the caller cut off) at a fixed wait of 300 and 600 ms
@@ -35,10 +39,12 @@ from asr.whisper import Transcriber
 from voice.pipeline.audio import RATE, load_audio
 from voice.pipeline.endpointing import SmartTurn, goes_on
 from voice.pipeline.settings import VadConfig
+from voice.pipeline.textturn import TextTurn
 from voice.pipeline.turns import Pause, Resume, TurnDetector
 from voice.record.environment import cpu_name
 from voice.runs.replay import find_calls
 
+SMART_TURN, TEXT_TURN = SmartTurn(), TextTurn()
 END_SLACK_S = 0.3  # a pause this near a reference turn's end is that end (the references' own rounding)
 SHORTS = range(100, 1550, 50)  # ms
 LONGS = (600, 900, 1200, 1500, 2000, 3000)
@@ -54,6 +60,7 @@ class Silence:
     silence_ms: float  # until the caller spoke again
     text: str  # what the ASR heard up to the pause (the pipeline's speculative transcript)
     complete: float  # Smart Turn v3.2: the probability the turn is complete
+    said: float  # the text model (voice/pipeline/textturn.py), from `text`: the same
 
 
 def silences(samples: np.ndarray) -> list[tuple[Pause, float]]:
@@ -90,7 +97,7 @@ def label(at_s: float, back_s: float, turns: list[dict]) -> tuple[int, bool] | N
     return None
 
 
-def measure(paths: list[str], asr: Transcriber, model: SmartTurn, name: str) -> tuple[list[Silence], int]:
+def measure(paths: list[str], asr: Transcriber, name: str) -> tuple[list[Silence], int]:
     """Every labelled pause of the calls, judged; and how many reference turns the calls hold."""
     found, turns = [], 0
     for call in find_calls(paths):
@@ -102,10 +109,10 @@ def measure(paths: list[str], asr: Transcriber, model: SmartTurn, name: str) -> 
                 found.append(((call.name, turn), end, (back - pause.end / RATE) * 1e3, pause.audio))
     last_end = {f[0]: i for i, f in enumerate(found) if f[1]}  # a turn's end: its last pause by the end
     found = [f for i, f in enumerate(found) if not f[1] or last_end[f[0]] == i]
-    judged = [
-        Silence(turn, end, ms, asr.first_pass(audio).text, model.complete(audio))
-        for turn, end, ms, audio in tqdm(found, desc=f"{name}: pauses judged", unit="pause")
-    ]
+    judged = []
+    for turn, end, ms, audio in tqdm(found, desc=f"{name}: pauses judged", unit="pause"):
+        text = asr.first_pass(audio).text
+        judged.append(Silence(turn, end, ms, text, SMART_TURN.complete(audio), TEXT_TURN.complete(text)))
     return judged, turns
 
 
@@ -113,17 +120,20 @@ def waits(rule: str, pauses: list[Silence], short: int, long: int, threshold: fl
     """Each pause's wait (ms) under `rule`."""
     if rule == "VAD alone":
         return np.full(len(pauses), float(short))
-    if rule == "words rule":
-        judged_end = np.array([not goes_on(p.text) for p in pauses])
-    else:
-        judged_end = np.array([p.complete >= threshold for p in pauses])
+    judged_end = np.array([JUDGED[rule](p) >= threshold for p in pauses])
     return np.where(judged_end, short, long).astype(float)
 
 
+JUDGED = {  # rule -> how sure it is that the turn ends at this pause
+    "words rule": lambda p: float(not goes_on(p.text)),
+    "Smart Turn v3.2": lambda p: p.complete,
+    "text model": lambda p: p.said,
+    "text + Smart Turn": lambda p: (p.said + p.complete) / 2,
+}
 RULES = {  # rule -> the settings its search runs over: (shorts, longs, thresholds)
     "VAD alone": (SHORTS, (0,), (0.0,)),
-    "words rule": (SHORTS, LONGS, (0.0,)),
-    "Smart Turn v3.2": (SHORTS, LONGS, THRESHOLDS),
+    "words rule": (SHORTS, LONGS, (0.5,)),
+    **dict.fromkeys(list(JUDGED)[1:], (SHORTS, LONGS, THRESHOLDS)),
 }
 
 
@@ -147,7 +157,7 @@ def least_wait(rule: str, pauses: list[Silence], turns: int, most: float) -> tup
                     knobs = (
                         f"{short}"
                         + (f"/{max(long, short)}" if long else "")
-                        + (f" at {threshold}" if threshold else "")
+                        + (f" at {threshold}" if len(thresholds) > 1 else "")
                     )
                     best = (float(w[ends].mean()), float(np.median(w[ends])), knobs)
     return best
@@ -179,7 +189,7 @@ def main() -> None:
     sets = ("recordings", "phone", "human", "pauses")
     ap.add_argument("--sets", nargs="+", choices=sets, default=list(sets))
     args = ap.parse_args()
-    asr, model = Transcriber(window="auto"), SmartTurn()
+    asr = Transcriber(window="auto")
     print(f"# end of turn: {cpu_name()}; tiny.en fitted window at each pause, Smart Turn v3.2")
     tmp = Path(tempfile.mkdtemp(prefix="ttfat-endpointing-"))
     made = {
@@ -189,7 +199,7 @@ def main() -> None:
         "pauses": lambda: pause_calls(tmp / "pauses"),
     }
     for name in args.sets:
-        report(name, *measure(made[name](), asr, model, name))
+        report(name, *measure(made[name](), asr, name))
 
 
 if __name__ == "__main__":
