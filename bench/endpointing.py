@@ -11,7 +11,8 @@ labelled by the references: inside a turn's speech (mid-turn) or at its end.
 
 The rules: VAD alone; the words rule (voice/pipeline/endpointing.py: goes_on); Smart Turn v3.2 on the
 audio; the text model trained here (voice/pipeline/textturn.py) on the pause's transcript; and the two
-together (the mean of their probabilities).
+together (the mean of their probabilities); and the words rule with the text model (a pause either
+judges goes on waits `long`: `ttfat replay --text-turn`).
 
 A rule waits `short` ms of silence on a pause it judges the turn's end and `long` on one it judges
 goes on (VAD alone: always `short`). Printed, per rule: the false cut-off rate (the share of turns with
@@ -129,6 +130,7 @@ JUDGED = {  # rule -> how sure it is that the turn ends at this pause
     "Smart Turn v3.2": lambda p: p.complete,
     "text model": lambda p: p.said,
     "text + Smart Turn": lambda p: (p.said + p.complete) / 2,
+    "words + text": lambda p: 0.0 if goes_on(p.text) else p.said,
 }
 RULES = {  # rule -> the settings its search runs over: (shorts, longs, thresholds)
     "VAD alone": (SHORTS, (0,), (0.0,)),

@@ -291,6 +291,24 @@ def test_a_pause_mid_sentence_continues_the_turn(tmp_path, models, server):
     assert events.count("turn_resumed") == 1 and events.count("turn_done") == 1
 
 
+def test_words_the_text_model_finds_incomplete_keep_the_turn_open(tmp_path, models, server):
+    """ "Do you have any" reads complete to the words rule (no dangling word, no lone greeting) but not to
+    the text end-of-turn model: with `text_turn`, the 450 ms pause after it is no endpoint (the end
+    window grows to 600 ms) and the turn ends once, after "space heaters"; without it, an endpoint falls
+    in the pause (the turn is then split, or taken up again if the agent was not yet heard)."""
+    path = speech_file(models, tmp_path / "t.wav", ["do you have any", "space heaters"], gap_s=0.45)
+    for text_turn in (True, False):
+        turns, _, out = replay(
+            tmp_path / str(text_turn), models, server, [path], mode="realtime", text_turn=text_turn
+        )
+        events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
+        judged = [e for e in events if e["event"] == "turn_judged"]
+        assert any(e.get("complete", 1) < 0.5 for e in judged) == text_turn, judged
+        assert [e["event"] for e in events].count("endpoint") == (1 if text_turn else 2), turns
+        if text_turn:
+            assert len(turns) == 1 and "heaters" in turns[0]["transcript"].lower(), turns
+
+
 def test_replay_over_mqtt_is_collected_into_the_same_run(tmp_path, models, server):
     from tests.test_mqtt import HOST, Broker
     from voice.record.collect import collect

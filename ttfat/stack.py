@@ -116,6 +116,12 @@ def add_stack_args(p: argparse.ArgumentParser) -> None:
         help="do not give a longer end window to words that read like the start of a turn ('Okay.')",
     )
     g.add_argument(
+        "--text-turn",
+        action="store_true",
+        help="also give the longer end window to words the text end-of-turn model finds incomplete "
+        "(voice/pipeline/textturn.py; bench/endpointing.py measures it)",
+    )
+    g.add_argument(
         "--smart-turn",
         action="store_true",
         help="end complete turns on a pause and wait on incomplete ones (Smart Turn v3.2)",
@@ -162,6 +168,7 @@ def settings_from_args(args: argparse.Namespace, mode: str, **more) -> Settings:
         "split_first_clause": not args.no_split_first_clause,
         "stream_speech": not args.no_stream_speech,
         "words_end_turns": not (args.no_words_end_turns or args.no_speculate),
+        "text_turn": args.text_turn,
         "smart_turn": args.smart_turn,
     }
     settings = Settings(

@@ -21,6 +21,7 @@ from voice.pipeline.context import CallContext
 from voice.pipeline.endpointing import goes_on
 from voice.pipeline.settings import Settings
 from voice.pipeline.stages import Source, Speaker, Stages
+from voice.pipeline.textturn import bundled_text_turn
 from voice.pipeline.turns import Pause, Resume, Turn, TurnDetector
 from voice.pipeline.turntaking import TurnTaking
 from voice.record.turnaudio import CallAudio, TappedSpeaker
@@ -109,17 +110,22 @@ class Call:
         return self.timeline
 
     def _listen(self) -> None:
-        """When the pause's transcript reads like the start of a turn, give the turn a longer end
-        window (voice/pipeline/endpointing.py: goes_on)."""
+        """When the pause's transcript reads like the start of a turn, or (`text_turn`) the text model
+        finds it incomplete, give the turn a longer end window (voice/pipeline/endpointing.py: goes_on;
+        voice/pipeline/textturn.py)."""
         attempt = self.turns.attempt
         if not (self.settings.words_end_turns and attempt):
             return
         moment = self.moment
 
         def heard(transcript) -> None:
-            if moment == self.moment and self.detector.in_turn and goes_on(transcript.text):
+            if moment != self.moment or not self.detector.in_turn:
+                return
+            said = bundled_text_turn().complete(transcript.text) if self.settings.text_turn else None
+            if goes_on(transcript.text) or (said is not None and said < self.settings.complete_at):
                 self.detector.wait_longer(self.settings.incomplete_end_ms)
-                self.timeline.emit(attempt.turn, "turn_judged", by="words", goes_on=True)
+                judged = {} if said is None else {"complete": round(said, 3)}
+                self.timeline.emit(attempt.turn, "turn_judged", by="words", goes_on=True, **judged)
 
         attempt.heard.append(heard)
 

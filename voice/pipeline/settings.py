@@ -13,6 +13,7 @@ LEVERS = (
     "split_first_clause",
     "stream_speech",
     "words_end_turns",
+    "text_turn",
     "smart_turn",
 )  # off: serial
 VAD_RATES = (8000, 16000, 32000, 48000)
@@ -71,6 +72,7 @@ class Settings:
     stream_speech: bool = True  # play a clause's audio piece by piece as the voice makes it (tts/piper.py)
     tts_on_first_words: bool = False  # synthesize an answer on the ASR's first pass while its second runs
     words_end_turns: bool = True  # words that read like the start of a turn ("Okay.") get a longer end window
+    text_turn: bool = False  # ... and so do words the text end-of-turn model finds incomplete (textturn.py)
     smart_turn: bool = False  # on a pause, a turn model ends complete turns and waits on incomplete ones
     complete_at: float = 0.5  # the turn model's probability of a complete turn that ends it
     incomplete_end_ms: int = 600  # the end window of a turn that is likely to go on
@@ -81,6 +83,8 @@ class Settings:
             raise SettingsError(f"replay mode must be one of {MODES}, not {self.mode!r}")
         if self.turn_timeout_s <= 0:
             raise SettingsError("the turn timeout must be positive")
+        if self.text_turn and not self.words_end_turns:
+            raise SettingsError("the text end-of-turn model judges the words heard by a pause: it needs them")
         if (self.preempt or self.words_end_turns) and not self.speculate:
             raise SettingsError(
                 "preempting the answer, or ending turns by their words, needs speculative ASR"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import json
 import math
 import re
@@ -62,6 +63,12 @@ class TextTurn:
     def complete(self, transcript: str) -> float:
         z = self.bias + sum(self.weights.get(f, 0.0) for f in features(words(transcript)))
         return 1 / (1 + math.exp(-max(-30.0, min(30.0, z))))
+
+
+@functools.cache
+def bundled_text_turn() -> TextTurn:
+    """The shipped model, read once."""
+    return TextTurn()
 
 
 def turns(data: Path, split: str) -> list[str]:
