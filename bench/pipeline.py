@@ -76,6 +76,7 @@ CONFIGS = {
     "overlapped, numbers at 30 s": ["--asr-readings", "0"],
     "overlapped, first clause whole": ["--no-split-first-clause"],
     "overlapped, clauses whole": ["--no-stream-speech"],
+    "overlapped, text turn": ["--text-turn"],
     "overlapped, smart turn": ["--smart-turn"],
 }
 

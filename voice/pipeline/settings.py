@@ -70,7 +70,6 @@ class Settings:
     first_clause_first: bool = True  # hold words until their LLM call shows it answers (no filler ahead)
     split_first_clause: bool = True  # the answer's first clause also ends before "and", "but" (sooner heard)
     stream_speech: bool = True  # play a clause's audio piece by piece as the voice makes it (tts/piper.py)
-    tts_on_first_words: bool = False  # synthesize an answer on the ASR's first pass while its second runs
     words_end_turns: bool = True  # words that read like the start of a turn ("Okay.") get a longer end window
     text_turn: bool = False  # ... and so do words the text end-of-turn model finds incomplete (textturn.py)
     smart_turn: bool = False  # on a pause, a turn model ends complete turns and waits on incomplete ones

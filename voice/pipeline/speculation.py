@@ -12,9 +12,9 @@ times and its audio may play.
 An ASR that takes a second, surer pass (asr/whisper.py, window "auto": numbers heard again) lets
 the answer start on the first pass's words; if the second pass hears other digits, that answer is
 dropped (and counted) and the answer starts again on the second pass. The answer on the first pass's
-words is not synthesized until the second pass is in (unless `tts_on_first_words`): on two cores TTS
-slows that pass, which is the wait of every turn that holds a number. Either way the answer is heard
-only once its transcript is final and the turn is over.
+words is not synthesized until the second pass is in: on two cores TTS slows that pass, which is the
+wait of every turn that holds a number (issue 19: that pass's p95 292 -> 184 ms). The answer
+is heard only once its transcript is final and the turn is over.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ class Attempt:
             "asr_spec_first", attempt=self.number, text=first.text, compute_ms=round(first.compute_ms, 1)
         )
         self._tell(first)
-        self._answer_on(first, words_final=None if self.context.settings.tts_on_first_words else self.final)
+        self._answer_on(first, words_final=self.final)
 
     def _tell(self, transcript: Transcript) -> None:
         for listener in self.heard:
@@ -135,7 +135,7 @@ class Attempt:
             self.turn_log.emit("attempt_kept", attempt=self.number)
             self.log.release()
             self.log.note(speculative=True)
-            if self.final_ns is not None and not self.context.settings.tts_on_first_words:
+            if self.final_ns is not None:
                 self.log.note_moment("words_final_ms", self.final_ns)  # speech waited for the last words
             self.gate.set()
 
