@@ -4,6 +4,7 @@ mistake is tried through the real command, as a user types it."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -41,6 +42,8 @@ def inputs(tmp: Path) -> None:
     (tmp / "ab" / "bundled" / "summary.json").write_text("{}")
     (tmp / "bad.toml").write_text("system_prompt = [1, 2\n")
     (tmp / "manifest.jsonl").write_text('{"call": "x", "file": "gone.wav"}\n')
+    spanless = {"call": "y", "file": "call01.flac", "turns": [{"turn": 0, "text": "hi", "speech_end_s": 2.0}]}
+    (tmp / "spanless.jsonl").write_text(json.dumps(spanless) + "\n")
     (tmp / "lost").mkdir()
     (tmp / "lost" / "gone.flac").symlink_to(tmp / "nowhere.flac")  # listed by the folder, not there
 
@@ -51,6 +54,7 @@ CASES = {
     "a corrupt file": (["replay", "corrupt.flac"], "corrupt.flac: cannot decode"),
     "an empty file": (["replay", "empty.wav"], "empty.wav: the file holds no audio samples"),
     "a manifest's missing file": (["replay", "manifest.jsonl"], "gone.wav: no such file"),
+    "a manifest turn without its span": (["replay", "spanless.jsonl"], "turn 0 has no speech span"),
     "a folder's file that went away": (["replay", "lost"], "gone.flac: no such file"),
     "a VAD frame webrtcvad refuses": (["replay", CALL, "--vad-frame-ms", "25"], "frames of (10, 20, 30) ms"),
     "a VAD mode out of range": (["replay", CALL, "--vad-aggressiveness", "5"], "aggressiveness must be 0..3"),

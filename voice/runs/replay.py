@@ -38,6 +38,9 @@ class CallInput:
     named: bool = False  # given on the command line itself, not found in a folder or a manifest
 
 
+SPAN = ("speech_start_s", "speech_end_s")  # seconds: every manifest turn says where its speech is
+
+
 def read_manifest(path: Path) -> list[CallInput]:
     calls = []
     for n, line in enumerate(path.read_text().splitlines(), 1):
@@ -49,6 +52,11 @@ def read_manifest(path: Path) -> list[CallInput]:
             calls.append(CallInput(entry["call"], path.parent / entry["file"], channel, entry.get("turns")))
         except (json.JSONDecodeError, KeyError, TypeError) as e:
             raise ManifestError(f"{path}:{n}: not a manifest line ({e})") from e
+        for k, turn in enumerate(calls[-1].reference or []):
+            if not all(isinstance(turn.get(key), int | float) for key in SPAN):
+                raise ManifestError(
+                    f"{path}:{n}: turn {k} has no speech span (it needs {' and '.join(SPAN)})"
+                )
     return calls
 
 
