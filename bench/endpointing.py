@@ -61,7 +61,7 @@ class Silence:
     silence_ms: float  # until the caller spoke again
     text: str  # what the ASR heard up to the pause (the pipeline's speculative transcript)
     complete: float  # Smart Turn v3.2: the probability the turn is complete
-    said: float  # the text model (voice/pipeline/textturn.py), from `text`: the same
+    said: float  # the text model (voice/pipeline/textturn.py) on `text`: the probability the turn is complete
 
 
 def silences(samples: np.ndarray) -> list[tuple[Pause, float]]:
