@@ -28,7 +28,7 @@ from voice.pipeline.turns import frame_db
 from voice.record.runlog import read_run
 from voice.reports.summary import percentile
 from voice.runs.probe.agreement import joined
-from voice.runs.probe.listening import Listener, as_spoken
+from voice.runs.probe.listening import Heard, Listener, as_spoken, barge_in
 from voice.runs.probe.playout import Playout
 from voice.runs.probe.run import Line, run
 from voice.runs.replay import find_calls
@@ -105,9 +105,25 @@ def test_a_phone_plays_chunks_in_turn_and_a_clear_drops_what_has_not_played():
     phone.clear(6 * second // 5)  # at 1.2 s: the rest of the second chunk never plays
     heard = phone.track(0, 2 * second)
     assert heard[:9600].all() and not heard[9600:].any()
+    phone.clear(19 * second // 10)  # at 1.9 s nothing was left to play: a clear that cut nothing short
+    assert phone.clears == [6 * second // 5, 19 * second // 10] and phone.cut_short == [6 * second // 5]
     assert phone.arrive(2 * second, np.ones(800, np.float32)) == 2 * second + second // 10  # after: at once
     late = Playout(8000, delay_ns=second // 10)  # a jitter buffer's delay counts for every chunk
     assert late.arrive(0, np.ones(800, np.float32)) == 2 * second // 10
+
+
+def test_a_caller_who_starts_in_a_pause_between_clauses_is_a_barge_in_when_a_clear_cuts_the_rest():
+    """The agent is heard until 50 ms before the caller starts, and is silent after: a barge-in only if a
+    clear then dropped audio it had still to play (it would have gone on), stopped at that clear; with no
+    such clear, its answer had simply ended. (The race a real peer runs: its clear may land before the
+    agent's next clause starts, CI saw it.)"""
+    loud = np.zeros(300, bool)
+    loud[100:145] = True  # frames of 10 ms; the caller speaks from 150 to 250
+    quiet = Heard(np.zeros(300 * 160, np.float32), loud)
+    assert barge_in(quiet, 150, 250, 300) is None
+    cut = Heard(quiet.audio, loud, cut_short=(170,))
+    assert barge_in(cut, 150, 250, 300) == {"agent_stopped": True, "stop_ms": 200}
+    assert barge_in(Heard(quiet.audio, loud, cut_short=(260,)), 150, 250, 300) is None  # after the turn
 
 
 def test_a_filler_is_told_from_the_answer_and_a_barge_in_is_seen(tmp_path, listener):

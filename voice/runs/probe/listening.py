@@ -53,11 +53,14 @@ class Heard:
 
     audio: np.ndarray
     loud: np.ndarray  # one bool a 10 ms frame
+    cut_short: tuple[int, ...] = ()  # frames where a clear dropped audio the agent had still to play
 
     @classmethod
     def of(cls, session: Session) -> Heard:
         track = session.playout.track(session.origin_ns, session.ended_ns)
-        return cls.of_audio(resample(track, session.rate, RATE) if len(track) else track)
+        heard = cls.of_audio(resample(track, session.rate, RATE) if len(track) else track)
+        heard.cut_short = tuple((t - session.origin_ns) // NS for t in session.playout.cut_short)
+        return heard
 
     @classmethod
     def of_audio(cls, audio: np.ndarray) -> Heard:
@@ -191,13 +194,16 @@ async def write_turns(
 
 def barge_in(heard: Heard, start: int, t0: int, end: int) -> dict | None:
     """The caller began a turn (frames `start` to `t0`) while the agent was heard, or in a pause between
-    its clauses (heard within `HELD_FRAMES` before, and again after): whether the agent then fell silent
-    before the caller had finished, and when (the end of its last sound, or when it fell silent after)."""
-    before = heard.sound(max(0, start - HELD_FRAMES), start + 1)
-    if before is None or heard.sound(start, t0) is None:
+    its clauses (heard within `HELD_FRAMES` before, and again after, or a clear then dropped what it had
+    still to play): whether the agent then fell silent before the caller had finished, and when (the end
+    of its last sound, the clear's if it was silent from the caller's start, or when it fell silent)."""
+    if heard.sound(max(0, start - HELD_FRAMES), start + 1) is None:
         return None
+    cut = next((f for f in heard.cut_short if start <= f < t0), None)
     loud = np.nonzero(heard.loud[start:t0])[0]
-    last = start + int(loud[-1]) + 1 if len(loud) else start
+    if not len(loud):  # silent since the caller began: stopped only if a clear cut the rest
+        return None if cut is None else {"agent_stopped": True, "stop_ms": (cut - start) * 10}
+    last = start + int(loud[-1]) + 1
     stopped = last + GAP_FRAMES <= t0
     stop = last if stopped else heard.silence(last, end)
     return {"agent_stopped": stopped, "stop_ms": None if stop is None else (stop - start) * 10}

@@ -27,6 +27,7 @@ class Playout:
     chunks: list[Chunk] = field(default_factory=list)
     busy_until_ns: int = 0
     clears: list[int] = field(default_factory=list)  # when each clear took effect
+    cut_short: list[int] = field(default_factory=list)  # ... those that dropped audio not yet heard
 
     def arrive(self, t_ns: int, samples: np.ndarray) -> int:
         """A chunk arrived at `t_ns`; returns when its last sample will be heard."""
@@ -39,6 +40,8 @@ class Playout:
     def clear(self, t_ns: int) -> None:
         """Audio not heard by `t_ns` plus the delay is dropped."""
         cut = t_ns + self.delay_ns
+        if any(chunk.end_ns > cut for chunk in self.chunks):
+            self.cut_short.append(cut)
         for chunk in self.chunks:
             chunk.end_ns = min(chunk.end_ns, max(chunk.start_ns, cut))
         self.busy_until_ns = min(self.busy_until_ns, cut)
