@@ -199,9 +199,10 @@ class Transcriber:
         return fitted and long_number(first.text, self.long_digits) and not whole
 
     def second_pass(self, audio: np.ndarray, first: Transcript) -> Transcript:
-        """For a number of `LONG_DIGITS` or more, a whole one among the fitted window's readings
-        (`whole_reading`); else, or when none will do, faster-whisper's 30 s loop, as in "full". (With
-        `long_digits` below `LONG_DIGITS`, a short number is heard again, and straight at 30 s.)"""
+        """For a number of `LONG_DIGITS` or more, or one after a word naming an id (`long_number`), a
+        whole one among the fitted window's readings (`whole_reading`); else, or when none will do,
+        faster-whisper's 30 s loop, as in "full". (With `long_digits` below `LONG_DIGITS`, a short number is
+        heard again, and straight at 30 s.)"""
         import numpy as np
 
         start = time.perf_counter()
