@@ -21,6 +21,7 @@ import functools
 import json
 import math
 import re
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -61,7 +62,10 @@ class TextTurn:
         self.bias, self.weights = model["bias"], model["weights"]
 
     def complete(self, transcript: str) -> float:
-        z = self.bias + sum(self.weights.get(f, 0.0) for f in features(words(transcript)))
+        return self.of_features(features(words(transcript)))
+
+    def of_features(self, seen: list[str]) -> float:
+        z = self.bias + sum(self.weights.get(f, 0.0) for f in seen)
         return 1 / (1 + math.exp(-max(-30.0, min(30.0, z))))
 
 
@@ -99,10 +103,7 @@ def train(data: Path = DATA) -> dict:
     """Full-batch Adam on the class-balanced log loss (deterministic: no sampling, sums in a
     fixed order), over the features seen `MIN_COUNT` times or more."""
     rows, y = examples(turns(data, "train"))
-    counts: dict[str, int] = {}
-    for row in rows:
-        for f in row:
-            counts[f] = counts.get(f, 0) + 1
+    counts = Counter(f for row in rows for f in row)
     vocab = sorted(f for f, c in counts.items() if c >= MIN_COUNT)
     index = {f: i for i, f in enumerate(vocab)}
     pairs = [(r, index[f]) for r, row in enumerate(rows) for f in row if f in index]
@@ -124,12 +125,8 @@ def train(data: Path = DATA) -> dict:
 
 def accuracy(model: TextTurn, texts: list[str]) -> tuple[float, float]:
     """On held-out turns: the share of complete turns judged complete, and of cuts judged incomplete."""
-    _, y = examples(texts)
-    judged = []
-    for text in texts:
-        w = words(text)
-        judged += [model.complete(" ".join(w[:k])) >= 0.5 for k in range(1, len(w) + 1)]
-    judged = np.array(judged)
+    rows, y = examples(texts)
+    judged = np.array([model.of_features(row) >= 0.5 for row in rows])
     return float(judged[y == 1].mean()), float((~judged[y == 0]).mean())
 
 
