@@ -19,16 +19,16 @@ import pytest
 import soundfile as sf
 
 from asr.whisper import Transcriber
-from tests.peers import FILLER, GAP_S, Peer
+from tests.peers import ANSWER, FILLER, GAP_S, Peer
 from tests.test_html import Dom, chromium, js_round
 from tests.test_mqtt import broker  # noqa: F401 (fixture: a real mosquitto)
 from tts.piper import Synthesizer
-from voice.pipeline.audio import load_audio
+from voice.pipeline.audio import RATE, load_audio, resample, to_float
 from voice.pipeline.turns import frame_db
 from voice.record.runlog import read_run
 from voice.reports.summary import percentile
 from voice.runs.probe.agreement import joined
-from voice.runs.probe.listening import Heard, Listener, as_spoken, barge_in
+from voice.runs.probe.listening import Heard, Listener, as_spoken, barge_in, heard_answer
 from voice.runs.probe.playout import Playout
 from voice.runs.probe.run import Line, run
 from voice.runs.replay import find_calls
@@ -150,6 +150,31 @@ def test_a_filler_is_told_from_the_answer_and_a_barge_in_is_seen(tmp_path, liste
     assert 0 < second["barge_in"]["stop_ms"] < 600
     assert first["complete_ms"] < (second["speech_start_s"] - 2.86) * 1000 + 600  # cut, not played out
     assert {"monday", "friday"} <= set(re.findall(r"[a-z]+", second["answer"].lower()))  # its own answer
+
+
+def test_each_stretch_of_sound_is_heard_without_the_start_of_the_next(listener):
+    """A stretch is transcribed with 50 ms of silence after it, never the next stretch's first sound:
+    Whisper would hear that sound as a word, place it early, and the clause it started would be taken
+    for the answer, heard in the silence before it (CI saw it: test_raw_pcm_both_ways)."""
+    voice = Synthesizer()
+    filler, answer = (
+        resample(to_float(voice.speak(t).audio), voice.sample_rate, RATE) for t in (FILLER, ANSWER)
+    )
+    gap = np.zeros(int(GAP_S * RATE), np.float32)
+    heard = Heard.of_audio(np.concatenate([gap, filler, gap, answer, gap]))
+    given = []
+
+    async def words_of(audio):
+        given.append(audio)
+        return await listener.words_of(audio)
+
+    found = asyncio.run(heard_answer(heard, 0, len(heard.loud), Listener(words_of)))
+    assert len(given) >= 2 and all(not Heard.of_audio(a[-5 * 160 :]).loud.any() for a in given)
+    assert found.clauses[0]["filler"] and not found.clauses[1]["filler"]
+    assert (
+        found.anchors["first_useful_audio_heard"]
+        == heard.onsets(found.anchors["first_audio_heard"] + 1, 10**6)[0]
+    )
 
 
 def test_raw_pcm_both_ways(tmp_path, listener):

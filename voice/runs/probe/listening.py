@@ -231,9 +231,12 @@ async def heard_answer(heard: Heard, t0: int, hi: int, listener: Listener) -> An
     spans = []
     for a, b in zip(onsets, [*onsets[1:], last], strict=True):
         # each stretch of sound on its own: its words are its own, whatever Whisper's word times or
-        # punctuation would say ("One moment your order shipped", said half a second apart)
-        begin = max(lo, a - LEAD_FRAMES)
-        words = await listener.words_of(heard.audio[begin * FRAME : min(hi, b + LEAD_FRAMES) * FRAME])
+        # punctuation would say ("One moment your order shipped", said half a second apart); its
+        # lead after it stops at its silence, short of the next stretch, whose first word (heard there,
+        # early) would be taken for a clause of this one
+        quiet = heard.silence(a, b)
+        begin, end = max(lo, a - LEAD_FRAMES), min(hi, (b if quiet is None else quiet) + LEAD_FRAMES)
+        words = await listener.words_of(heard.audio[begin * FRAME : end * FRAME])
         chunker = Chunker(listener.min_words, listener.fillers)
         clauses = [c for w in words for c in chunker.feed(w.text + " ", begin + round(w.start_s * 100))]
         for i, clause in enumerate([*clauses, *chunker.flush()]):
