@@ -421,8 +421,10 @@ def test_manifest_skeleton_then_replay_scores_against_it(tmp_path):
     found[1]["expected_tools"] = [{"name": "check_stock", "arguments": {"product": "Printer Paper"}}]
     lines[1]["turns"] = found
     (calls / "manifest.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
-    done = ttfat("replay", str(calls), "--mode", "fast", "--out", str(tmp_path / "run"))
-    assert done.returncode == 0, done.stderr[-2000:]
+    gate = ("--slo", "tool_call_accuracy>=1", "--slo", "answered>=1")  # the broken call was not answered
+    done = ttfat("replay", str(calls), "--mode", "fast", "--out", str(tmp_path / "run"), *gate)
+    assert done.returncode == 3, done.stderr[-2000:]
+    assert "met     tool_call_accuracy>=1: 1" in done.stdout and "BROKEN  answered>=1: 0.8" in done.stdout
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["quality"]["turns_with_reference"] == 4 and summary["quality"]["tool_call_accuracy"] == 1.0
     assert summary["quality"]["fact_accuracy"] == 1.0 and summary["quality"]["turns_with_facts"] == 1

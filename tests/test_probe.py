@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from xml.etree import ElementTree as ET
 
 import numpy as np
 import pytest
@@ -294,13 +295,15 @@ def serve(command: list[str], out: Path | None = None) -> subprocess.Popen:
     return subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def probe_cli(url: str, folder: Path, out: Path, linger_s: float = 1.0) -> subprocess.CompletedProcess:
+def probe_cli(
+    url: str, folder: Path, out: Path, linger_s: float = 1.0, *more: str
+) -> subprocess.CompletedProcess:
     """`ttfat probe`, told the bundled agent's own fillers (what its model says before a tool call)."""
     from llm.agentfile import BUNDLED_AGENT, load_agent_file
 
     fillers = [arg for f in load_agent_file(BUNDLED_AGENT).fillers for arg in ("--filler", f)]
     done = subprocess.run(
-        [*TTFAT, "probe", url, str(folder), "--out", str(out), "--linger", str(linger_s), *fillers],
+        [*TTFAT, "probe", url, str(folder), "--out", str(out), "--linger", str(linger_s), *fillers, *more],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -319,7 +322,15 @@ def ours(tmp_path_factory, two_calls) -> tuple[Path, Path, subprocess.CompletedP
     try:
         url = agent.stdout.readline().strip()
         assert url.startswith("ws://127.0.0.1:"), agent.stderr.read()
-        done = probe_cli(url, two_calls, tmp / "probe")
+        gate = (
+            "--slo",
+            "answered>=1",
+            "--slo",
+            "first_useful_audio_heard p95<3000",
+            "--junit",
+            str(tmp / "j.xml"),
+        )
+        done = probe_cli(url, two_calls, tmp / "probe", 1.0, *gate)
     finally:
         agent.send_signal(signal.SIGINT)
         said = agent.communicate(timeout=120)
@@ -343,6 +354,18 @@ def test_our_agent_heard_from_outside_agrees_with_its_own_records(tmp_path, ours
     rows_shown = [line[1:].split("  ")[0] for line in done.stdout.splitlines()]
     assert "first useful audio heard" in rows_shown and "TTFAT" not in rows_shown  # not seen: no row
     assert "WER not seen" in done.stdout
+    # a CI gate from outside: met, each call a passing test case; what cannot be seen there breaks one
+    assert "objectives (--slo): 2 of 2 met" in done.stdout
+    calls = ET.parse(probe_dir.parent / "j.xml").getroot().find("testsuite[@name='calls']")
+    assert [c.get("name") for c in calls] == ["call01-11s", "call02-10s"] and not calls.findall("*/failure")
+    gated = subprocess.run(
+        [*TTFAT, "report", str(probe_dir), "--slo", "ttfat p95<1000"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert gated.returncode == 3 and "BROKEN  ttfat p95<1000: not measured in this run" in gated.stdout
     compared = subprocess.run(
         [*TTFAT, "compare", str(agent_dir), str(probe_dir)],
         cwd=ROOT,

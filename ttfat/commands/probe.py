@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from ttfat.commands.replay import add_run_dir_args, channel_arg
+from ttfat.commands.report import add_gate_args
 from ttfat.stack import add_mirror_args, mirrors_from_args
 from voice.pipeline.settings import Settings, SettingsError
 from voice.runs.probe.run import Line
@@ -103,6 +104,7 @@ def add_parser(sub) -> None:
     add_run_dir_args(p, "probe")
     p.add_argument("--html", metavar="FILE", help="also write the HTML report")
     add_mirror_args(p)
+    add_gate_args(p)
     p.set_defaults(func=run)
 
 
@@ -129,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from asr.whisper import Transcriber, bundled_model
-    from ttfat.commands.report import write_html
+    from ttfat.commands.report import gate, write_html
     from voice.record.environment import environment
     from voice.record.runlog import check_run_dir
     from voice.reports.summary import text_report
@@ -177,4 +179,4 @@ def run(args: argparse.Namespace) -> int:
     if args.html:
         write_html(out, args.html, summary)
     print(f"\nrun directory: {out}  (ttfat report {out}; ttfat compare RUN {out})")
-    return 0
+    return gate(args, out)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ttfat.commands.report import add_gate_args
 from ttfat.stack import (
     StackPlan,
     add_mirror_args,
@@ -53,6 +54,7 @@ def add_parser(sub) -> None:
     p.add_argument("--html", metavar="FILE", help="also write the HTML report (one offline page, every turn)")
     add_stack_args(p)
     add_mirror_args(p)
+    add_gate_args(p)
     p.set_defaults(func=run)
 
 
@@ -92,11 +94,11 @@ def prepare(args: argparse.Namespace) -> tuple[Settings, StackPlan]:
     if args.concurrency < 1:
         raise SettingsError(f"--concurrency must be at least 1, not {args.concurrency}")
     if len(endpoints(args)) > 1 and (
-        args.concurrency != 1 or args.mqtt or args.otlp or args.html or args.resume
+        args.concurrency != 1 or args.mqtt or args.otlp or args.html or args.resume or args.slo or args.junit
     ):
         raise SettingsError(
-            "an A/B run replays one call at a time, without --mqtt, --otlp, --html or "
-            "--resume (ttfat report each run directory after it)"
+            "an A/B run replays one call at a time, without --mqtt, --otlp, --html, --resume, "
+            "--slo or --junit (ttfat report each run directory after it)"
         )
     return settings, plan_stack(args)
 
@@ -107,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
-    from ttfat.commands.report import write_html
+    from ttfat.commands.report import gate, write_html
     from voice.record.runlog import check_run_dir
     from voice.reports.summary import compare_report, text_report
     from voice.runs.replay import check_calls, find_calls, run_ab
@@ -143,4 +145,4 @@ def run(args: argparse.Namespace) -> int:
     if args.html:
         write_html(out, args.html, summary, audio=settings.record_audio)
     print(f"\nrun directory: {out}  (ttfat report {out} --html report.html)")
-    return 0
+    return gate(args, out)
