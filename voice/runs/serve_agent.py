@@ -95,7 +95,9 @@ async def serve(
 
         async def handler(ws) -> None:
             nonlocal calls
-            calls += await answer_call(ws, stages, settings, log, calls + 1)
+            answered = await answer_call(ws, stages, settings, log, calls + 1)
+            calls += answered  # (not `calls += await ...`: that reads `calls` before the call, and loses
+            # the count of any call that ended meanwhile)
 
         stop = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):  # even where a shell started us with SIGINT ignored

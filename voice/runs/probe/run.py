@@ -4,6 +4,11 @@ that `ttfat report`, `compare` and the HTML page read as they read a replay's.
 Calls, manifests, resume and mirrors are as in `ttfat replay` (voice/runs/replay.py): a reference turn the
 turn detector missed, a file that cannot be read, a call the agent ended: all are failed records, and
 the other calls go on.
+
+The probe never disturbs what it measures: the calls are made and recorded first, and heard (Whisper)
+only once every call has ended, so no transcription shares the cores with a call's timestamps. How late
+the event loop ran while the calls were made goes into the run's environment. The recordings wait in
+memory until heard (about 64 KB a second of call at 8 kHz): beyond some thousands of calls, shard.
 """
 
 from __future__ import annotations
@@ -18,8 +23,9 @@ from voice.pipeline.audio import AudioError, load_audio
 from voice.pipeline.settings import VadConfig
 from voice.record.runlog import RunLog
 from voice.record.turnaudio import CallAudio
+from voice.runs.probe.lag import LoopLag
 from voice.runs.probe.listening import Heard, Listener, write_turns
-from voice.runs.probe.session import call
+from voice.runs.probe.session import Session, call
 from voice.runs.replay import CallInput, References, failed_records, opened
 from voice.runs.telephony import protocol
 from voice.timing.timeline import Timeline
@@ -40,15 +46,16 @@ class Line:
     max_wait_s: float = 20.0  # ... at most this long
 
 
-async def probe_call(c: CallInput, line: Line, listener: Listener, vad: VadConfig, log: RunLog) -> None:
+async def make_call(c: CallInput, line: Line, log: RunLog) -> Session | None:
+    """The call, recorded (None: its file could not be read, recorded as a failed call)."""
     try:
         audio = load_audio(c.path, c.channel)
     except AudioError as e:
         print(f"ttfat: {e}", file=sys.stderr)
         log.write_records(failed_records(c.name, str(e), "error", c.reference or []))
         log.call_done(c.name)
-        return
-    session = await call(
+        return None
+    return await call(
         line.url,
         audio.samples,
         protocol(line.protocol, line.rate, c.name),
@@ -56,6 +63,12 @@ async def probe_call(c: CallInput, line: Line, listener: Listener, vad: VadConfi
         linger_s=line.linger_s,
         max_wait_s=line.max_wait_s,
     )
+
+
+async def hear_call(
+    c: CallInput, session: Session, line: Line, listener: Listener, vad: VadConfig, log: RunLog
+):
+    """A recorded call heard (Whisper), its turns written."""
     timeline = Timeline(c.name)
     log.watch(timeline)
     timeline.emit(-1, "call_start", session.origin_ns, url=line.url, protocol=line.protocol)
@@ -63,9 +76,7 @@ async def probe_call(c: CallInput, line: Line, listener: Listener, vad: VadConfi
     heard = Heard.of(session)
     n = await write_turns(session, heard, timeline, listener, vad, refs)
     timeline.emit(-1, "call_end", session.ended_ns, turns=n, failure=session.failure)
-    # each turn's two sides on one axis, as heard (off the event loop: the other calls keep their pace)
-    both = CallAudio.whole(session.origin_ns, session.sent, heard.audio)
-    await asyncio.to_thread(log.write_audio, timeline, both)
+    log.write_audio(timeline, CallAudio.whole(session.origin_ns, session.sent, heard.audio))
     missed = refs.missed()
     if c.reference and missed:
         missed_turn = "the turn detector missed this turn"
@@ -92,15 +103,20 @@ async def run(
 
     vad = vad or VadConfig()
     async with opened(out, calls, env, mirrors, resume) as (log, calls, env):
-        gate = asyncio.Semaphore(concurrency)
-        with tqdm(total=len(calls), unit="call", desc="probe", file=sys.stderr) as bar:
+        gate, made = asyncio.Semaphore(concurrency), {}
+        with tqdm(total=len(calls), unit="call", desc="calls", file=sys.stderr) as bar:
+            async with LoopLag() as lag:
 
-            async def one(c: CallInput) -> None:
-                async with gate:
-                    await probe_call(c, line, listener, vad, log)
-                bar.update()
+                async def one(c: CallInput) -> None:
+                    async with gate:
+                        made[c.name] = await make_call(c, line, log)
+                    bar.update()
 
-            await asyncio.gather(*(one(c) for c in calls))
+                await asyncio.gather(*(one(c) for c in calls))
+        env.setdefault("probe", {})["event loop lag during the calls (ms)"] = lag.stats()
+        for c in tqdm(calls, unit="call", desc="hearing", file=sys.stderr):
+            if (session := made.pop(c.name)) is not None:
+                await hear_call(c, session, line, listener, vad, log)
         summary = summarize(log.records, env)
         log.close(summary)
     return summary
