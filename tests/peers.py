@@ -7,6 +7,10 @@ behaving) the one way a test needs, in a thread of their own.
   knows when the answer really started;
 - `sounds`: answers each caller turn the same way with sound that holds no words: a noise burst, a
   click, a tone and a breath, half a second apart;
+- `scripted`: answers each call once, `after_s` after it has received `answer_at_s` of the caller's
+  audio, with a short answer sent at once, and records when (by the call's name): the truth a probe
+  under load is held to (run it in a process of its own, `python -m tests.peers`, so that the probe
+  keeps its cores);
 - `silent`: listens, never speaks;
 - `hangs_up`: closes its first call `after_s` into it; later calls it only listens to;
 - `garbage` / `oversized`: sends a message that is not JSON / one larger than a probe accepts;
@@ -26,9 +30,10 @@ import numpy as np
 from voice.pipeline.audio import RATE, resample, to_float
 from voice.pipeline.settings import VadConfig
 from voice.pipeline.turns import Turn, TurnDetector
-from voice.runs.telephony import Media, Pcm, Twilio
+from voice.runs.telephony import Media, Pcm, Start, Twilio
 
 FILLER = "Let me pull that up for you."  # a stall phrase no list of ours holds: judged by meaning
+SHORT_ANSWER = "Your order shipped on Monday."  # the scripted peer's
 ANSWER = "Your order shipped on Monday with DHL, and it should arrive on Friday, December fourth."
 GAP_S = 0.5  # of silence between the filler and the answer
 
@@ -37,6 +42,7 @@ GAP_S = 0.5  # of silence between the filler and the answer
 class Peer:
     behaviour: str
     after_s: float = 1.0
+    answer_at_s: float = 0.0  # `scripted`: of the caller's audio received
     protocol: str = "twilio"  # or "pcm": 16-bit frames at 16 kHz
     voice: object = None  # tts.piper.Synthesizer, for `speaks`
     url: str = ""
@@ -55,6 +61,10 @@ class Peer:
             ]
         if self.behaviour == "sounds":
             self.clips = wordless(self._wire().rate)
+        if self.behaviour == "scripted":
+            rate = self.voice.sample_rate
+            audio = resample(to_float(self.voice.speak(SHORT_ANSWER).audio), rate, self._wire().rate)
+            self.clips = [(SHORT_ANSWER, audio[np.argmax(np.abs(audio) > 0.01) :])]  # loud from its start
         ready = threading.Event()
         self._thread = threading.Thread(target=lambda: asyncio.run(self._serve(ready)), daemon=True)
         self._thread.start()
@@ -90,8 +100,16 @@ class Peer:
         detector = TurnDetector(RATE, VadConfig(end_ms=600))  # a caller's short pause does not end a turn
         buffer = np.zeros(0, np.float32)
         speaking_until = 0  # monotonic ns: when what it sent ends playing
+        name, received, answer = "", 0, None
         with contextlib.suppress(Exception):
             async for message in ws:
+                if self.behaviour == "scripted":
+                    parsed = wire.parse(message)
+                    name = parsed.parameters.get("call", "") if isinstance(parsed, Start) else name
+                    received += len(parsed.samples) if isinstance(parsed, Media) else 0
+                    if answer is None and received >= self.answer_at_s * wire.rate:
+                        answer = asyncio.create_task(self._scripted(ws, wire, name))
+                    continue
                 elapsed = time.monotonic() - start
                 if self.behaviour == "hangs_up" and first and elapsed > self.after_s:
                     await ws.close(1011, "scripted hang-up")
@@ -131,6 +149,14 @@ class Peer:
                     await ws.send(wire.agent_media(audio[i : i + step]))
         return start + sum(len(line) + len(silence) for _, line in self.clips) * 1_000_000_000 // wire.rate
 
+    async def _scripted(self, ws, wire: Twilio, name: str) -> None:
+        await asyncio.sleep(self.after_s)
+        (_, line), step = self.clips[0], wire.rate // 50
+        for i in range(0, len(line), step):
+            await ws.send(wire.agent_media(line[i : i + step]))
+            if i == 0:  # on its way: its first sample is heard from now
+                self.sent.append((time.monotonic_ns(), name))
+
 
 def wordless(rate: int) -> list[tuple[str, np.ndarray]]:
     """Sounds an agent may make that hold no words (tiny.en hears none in any of them), at `rate`."""
@@ -145,3 +171,17 @@ def wordless(rate: int) -> list[tuple[str, np.ndarray]]:
         ("tone", tone.astype(np.float32)),
         ("breath", (noise(0, 0.05, n(0.3)) * np.hanning(n(0.3))).astype(np.float32)),
     ]
+
+
+if __name__ == "__main__":  # python -m tests.peers scripted ANSWER_AT_S AFTER_S: prints its URL, then,
+    # when its stdin closes, the (monotonic ns, call) of each answer sent, as JSON
+    import json
+    import sys
+
+    from tts.piper import Synthesizer
+
+    behaviour, answer_at_s, after_s = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+    with Peer(behaviour, after_s=after_s, answer_at_s=answer_at_s, voice=Synthesizer()) as peer:
+        print(peer.url, flush=True)
+        sys.stdin.read()
+    print(json.dumps(peer.sent))

@@ -178,6 +178,42 @@ def test_each_stretch_of_sound_is_heard_without_the_start_of_the_next(listener):
     )
 
 
+def test_a_hundred_calls_at_once_are_heard_when_the_agent_spoke(tmp_path, listener):
+    """Load does not bend what the probe measures: 100 calls at once to a scripted agent in a process of
+    its own, which answers each 0.3 s after the caller's turn with known audio and records when it sent
+    it; the probe hears each answer's first audio within 20 ms of that at p95 (the same monotonic clock),
+    and says how late its event loop ran."""
+    folder = clip(tmp_path / "one", "call01", 4.0)
+    (manifest,) = [json.loads(line) for line in (folder / "manifest.jsonl").read_text().splitlines()]
+    calls = tmp_path / "calls"
+    calls.mkdir()
+    with open(calls / "manifest.jsonl", "w") as f:
+        for i in range(100):
+            (calls / f"c{i:03}.wav").symlink_to(folder / manifest["file"])
+            f.write(json.dumps({**manifest, "call": f"c{i:03}", "file": f"c{i:03}.wav"}) + "\n")
+    end_s = manifest["turns"][0]["speech_end_s"]
+    peer = subprocess.Popen(
+        [sys.executable, "-m", "tests.peers", "scripted", str(end_s), "0.3"],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = peer.stdout.readline().strip()
+        records = probe(url, calls, tmp_path / "run", listener, concurrency=100)
+    finally:
+        sent, _ = peer.communicate("", timeout=60)
+    truth = {call: t for t, call in json.loads(sent)}
+    events = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").read_text().splitlines()]
+    t0 = {e["call"]: e["t_ns"] for e in events if e["event"] == "t0"}
+    assert len(records) == 100 and all(r["status"] == "ok" for r in records) and len(truth) == 100
+    off_ms = [abs(t0[r["call"]] + r["first_audio_ms"] * 1e6 - truth[r["call"]]) / 1e6 for r in records]
+    lag = read_run(tmp_path / "run")[1]["environment"]["probe"]["event loop lag during the calls (ms)"]
+    assert percentile(off_ms, 95) <= 20, (sorted(off_ms)[-10:], lag)
+    assert lag["n"] > 100 and 0 <= lag["p50"] <= lag["p99"] <= lag["max"]
+
+
 def test_raw_pcm_both_ways(tmp_path, listener):
     folder = clip(tmp_path / "calls", "call01", 6.0)
     with Peer("speaks", voice=Synthesizer(), protocol="pcm") as peer:

@@ -49,7 +49,7 @@ class Line:
 async def make_call(c: CallInput, line: Line, log: RunLog) -> Session | None:
     """The call, recorded (None: its file could not be read, recorded as a failed call)."""
     try:
-        audio = load_audio(c.path, c.channel)
+        audio = await asyncio.to_thread(load_audio, c.path, c.channel)  # off the loop: other calls run
     except AudioError as e:
         print(f"ttfat: {e}", file=sys.stderr)
         log.write_records(failed_records(c.name, str(e), "error", c.reference or []))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -43,8 +44,28 @@ class Session:
     marks: list[tuple[int, str]] = field(default_factory=list)  # the agent's marks to play: (heard by, name)
 
 
+def stamped_connection():
+    """A websockets client connection that stamps each message when its bytes reach the connection,
+    before it waits its turn in the message queue: under load (many calls' answers arriving at once)
+    the queue, not the wire, would otherwise set the time a chunk was heard."""
+    from websockets.asyncio.client import ClientConnection
+    from websockets.frames import DATA_OPCODES, Frame
+
+    class Stamped(ClientConnection):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.clock, self.stamps = time.monotonic_ns, deque()
+
+        def process_event(self, event) -> None:
+            if isinstance(event, Frame) and event.opcode in DATA_OPCODES and event.fin:
+                self.stamps.append(self.clock())
+            super().process_event(event)
+
+    return Stamped
+
+
 async def connect(url: str, timeout_s: float = 10.0):
-    """The agent's WebSocket, open; one-line `ProbeConnectError` when it cannot be."""
+    """The agent's WebSocket, open (stamping its messages); one-line `ProbeConnectError` when it cannot be."""
     from websockets.asyncio.client import connect as ws_connect
     from websockets.exceptions import InvalidHandshake, InvalidURI
 
@@ -56,6 +77,7 @@ async def connect(url: str, timeout_s: float = 10.0):
             compression=None,
             proxy=None,
             ping_interval=None,
+            create_connection=stamped_connection(),
         )
     except InvalidURI as e:
         raise ProbeConnectError(f"{url}: not a WebSocket URL ({e})") from None
@@ -83,16 +105,15 @@ async def call(
 ) -> Session:
     """`samples`: the caller's audio at 16 kHz. The call lasts the recording, then until the agent has
     been quiet for `linger_s` (heard and sent), at most `max_wait_s` past the recording's end."""
-    out = resample(samples, RATE, wire.rate)
-    frame = wire.rate * FRAME_MS // 1000
-    frames = [out[i : i + frame] for i in range(0, len(out) - frame + 1, frame)]
-    session = Session(wire.rate, _as_received(frames, wire), Playout(wire.rate, ns(delay_ms)))
+    frames, received = await asyncio.to_thread(_framed, samples, wire)  # off the loop: other calls run
+    session = Session(wire.rate, received, Playout(wire.rate, ns(delay_ms)))
     try:
         ws = await connect(url)
     except ProbeConnectError as e:
         session.failure = str(e)
         session.origin_ns = session.ended_ns = clock()
         return session
+    ws.clock = clock
     last = [clock()]  # when the agent last sent something
     async with ws:
         for message in wire.opening():
@@ -113,11 +134,15 @@ async def call(
     return session
 
 
-def _as_received(frames: list[np.ndarray], wire: Twilio | Pcm) -> np.ndarray:
-    """The caller's audio as the agent decodes it: the wire's encoding undone, back at 16 kHz."""
+def _framed(samples: np.ndarray, wire: Twilio | Pcm) -> tuple[list[np.ndarray], np.ndarray]:
+    """The caller's audio (16 kHz) in the wire's frames, and as the agent decodes it: the wire's encoding
+    undone, back at 16 kHz."""
+    out = resample(samples, RATE, wire.rate)
+    frame = wire.rate * FRAME_MS // 1000
+    frames = [out[i : i + frame] for i in range(0, len(out) - frame + 1, frame)]
     if not frames:
-        return np.zeros(0, dtype=np.float32)
-    return resample(wire.carried(np.concatenate(frames)), wire.rate, RATE)
+        return frames, np.zeros(0, dtype=np.float32)
+    return frames, resample(wire.carried(np.concatenate(frames)), wire.rate, RATE)
 
 
 async def _send(ws, wire, frames, session: Session, last: list[int], waits: tuple[float, float], clock):
@@ -151,7 +176,7 @@ async def _receive(ws, wire, session: Session, last: list[int], clock) -> None:
 
     try:
         async for message in ws:
-            now = clock()
+            now = ws.stamps.popleft()  # when it reached the connection
             last[0] = now
             try:
                 parsed = wire.parse(message)
@@ -165,6 +190,9 @@ async def _receive(ws, wire, session: Session, last: list[int], clock) -> None:
                 await _echo(ws, wire, session, None)  # a clear plays out every mark at once
             elif isinstance(parsed, Mark):
                 session.marks.append((session.playout.busy_until_ns, parsed.name))
+            # a queued message is handed over without yielding: yield, so that the other calls' bytes
+            # are stamped as they come, not after this call's burst
+            await asyncio.sleep(0)
     except ConnectionClosed as e:
         _closed(session, e, clock())
 
