@@ -5,6 +5,7 @@ answer and stops when the caller barges in, and broken ones), and against our ow
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import re
@@ -178,33 +179,46 @@ def test_each_stretch_of_sound_is_heard_without_the_start_of_the_next(listener):
     )
 
 
-def test_a_hundred_calls_at_once_are_heard_when_the_agent_spoke(tmp_path, listener):
-    """Load does not bend what the probe measures: 100 calls at once to a scripted agent in a process of
-    its own, which answers each 0.3 s after the caller's turn with known audio and records when it sent
-    it; the probe hears each answer's first audio within 20 ms of that at p95 (the same monotonic clock),
-    and says how late its event loop ran."""
+def copies(tmp_path: Path, n: int) -> tuple[Path, float]:
+    """`n` calls, each call01's first 4 s (one turn), with their manifest; and where that turn ends (s)."""
     folder = clip(tmp_path / "one", "call01", 4.0)
     (manifest,) = [json.loads(line) for line in (folder / "manifest.jsonl").read_text().splitlines()]
     calls = tmp_path / "calls"
     calls.mkdir()
     with open(calls / "manifest.jsonl", "w") as f:
-        for i in range(100):
+        for i in range(n):
             (calls / f"c{i:03}.wav").symlink_to(folder / manifest["file"])
             f.write(json.dumps({**manifest, "call": f"c{i:03}", "file": f"c{i:03}.wav"}) + "\n")
-    end_s = manifest["turns"][0]["speech_end_s"]
+    return calls, manifest["turns"][0]["speech_end_s"]
+
+
+@contextlib.contextmanager
+def scripted(answer_at_s: float):
+    """The scripted agent (tests/peers.py) in a process of its own: yields its URL and a dict that holds,
+    once the block ends, when it sent each call's answer (monotonic ns, by call)."""
     peer = subprocess.Popen(
-        [sys.executable, "-m", "tests.peers", "scripted", str(end_s), "0.3"],
+        [sys.executable, "-m", "tests.peers", "scripted", str(answer_at_s), "0.3"],
         cwd=ROOT,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
+    truth = {}
     try:
-        url = peer.stdout.readline().strip()
-        records = probe(url, calls, tmp_path / "run", listener, concurrency=100)
+        yield peer.stdout.readline().strip(), truth
     finally:
         sent, _ = peer.communicate("", timeout=60)
-    truth = {call: t for t, call in json.loads(sent)}
+        truth.update({call: t for t, call in json.loads(sent)})
+
+
+def test_a_hundred_calls_at_once_are_heard_when_the_agent_spoke(tmp_path, listener):
+    """Load does not bend what the probe measures: 100 calls at once to a scripted agent in a process of
+    its own, which answers each 0.3 s after the caller's turn with known audio and records when it sent
+    it; the probe hears each answer's first audio within 20 ms of that at p95 (the same monotonic clock),
+    and says how late its event loop ran."""
+    calls, end_s = copies(tmp_path, 100)
+    with scripted(end_s) as (url, truth):
+        records = probe(url, calls, tmp_path / "run", listener, concurrency=100)
     events = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").read_text().splitlines()]
     t0 = {e["call"]: e["t_ns"] for e in events if e["event"] == "t0"}
     assert len(records) == 100 and all(r["status"] == "ok" for r in records) and len(truth) == 100
@@ -212,6 +226,54 @@ def test_a_hundred_calls_at_once_are_heard_when_the_agent_spoke(tmp_path, listen
     lag = read_run(tmp_path / "run")[1]["environment"]["probe"]["event loop lag during the calls (ms)"]
     assert percentile(off_ms, 95) <= 20, (sorted(off_ms)[-10:], lag)
     assert lag["n"] > 100 and 0 <= lag["p50"] <= lag["p99"] <= lag["max"]
+
+
+def test_a_load_curve_runs_each_level_on_the_same_calls_and_finds_the_knee(tmp_path):
+    """`ttfat probe --concurrency 1,2` as a user runs it: each level on the same calls, the curve in the
+    report, summary.json and the page (in a real browser), each objective judged at each level, the knee."""
+    calls, end_s = copies(tmp_path, 2)
+    run, junit = tmp_path / "run", tmp_path / "j.xml"
+    gate = ["--slo", "first_useful_audio_heard p95<2000", "--slo", "answered>=1", "--junit", str(junit)]
+    with scripted(end_s) as (url, truth):
+        done = subprocess.run(
+            [
+                *TTFAT,
+                "probe",
+                url,
+                str(calls),
+                "--concurrency",
+                "1..2",
+                "--linger",
+                "1",
+                "--out",
+                str(run),
+                *gate,
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert sorted(truth) == ["c000@1", "c000@2", "c001@1", "c001@2"]  # each level made every call
+    rows = read_run(run)[1]["load_curve"]
+    assert [(r["concurrency"], r["calls"], r["answered"], r["failures"]) for r in rows] == [
+        (1, 2, 1.0, 0),
+        (2, 2, 1.0, 0),
+    ]
+    assert all(300 <= r["first_useful_audio_ms"]["p95"] < 2000 for r in rows)
+    assert "load curve: first useful audio heard" in done.stdout and "knee: 2 calls at once" in done.stdout
+    assert "objectives (--slo): 4 of 4 met" in done.stdout
+    cases = [c.get("name") for c in ET.parse(junit).getroot().iter("testcase")]
+    assert "answered>=1 (2 at once)" in cases and "c001@2" in cases
+    page = tmp_path / "page.html"
+    assert (
+        subprocess.run([*TTFAT, "report", str(run), "--html", str(page)], cwd=ROOT, timeout=60).returncode
+        == 0
+    )
+    result = chromium(tmp_path, page.as_uri(), "--dump-dom")
+    assert "Uncaught" not in result.stderr and ":CONSOLE" not in result.stderr, result.stderr[-2000:]
+    assert "curve" in Dom(result.stdout).by_id and "hidden" in Dom(result.stdout).by_id["errors"]
 
 
 def test_raw_pcm_both_ways(tmp_path, listener):

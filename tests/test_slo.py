@@ -10,7 +10,7 @@ import pytest
 from tests.test_report import turn
 from ttfat.cli import main
 from voice.record.runlog import RunLog
-from voice.reports.slo import ObjectiveError, judge, parse
+from voice.reports.slo import ObjectiveError, judge, judge_run, knee, parse
 from voice.reports.summary import summarize
 
 
@@ -70,3 +70,32 @@ def test_a_broken_objective_exits_3_and_junit_shows_each_objective_and_call(tmp_
     with pytest.raises(SystemExit) as mistake:
         main(["report", run, "--slo", "ttfat p95"])
     assert mistake.value.code == 2  # a mistake on the command line, not a broken objective
+
+
+def test_a_load_curve_is_judged_level_by_level_and_its_knee_is_the_most_calls_that_hold():
+    turns = [
+        {**turn(i, ttfat), "call": f"c{i}@{n}", "concurrency": n}
+        for n, ttfat in ((1, 50.0), (2, 100.0), (4, 400.0))
+        for i in range(4)
+    ]
+    summary = summarize(turns)
+    assert [
+        (r["concurrency"], r["first_useful_audio_ms"]["p95"], r["answered"]) for r in summary["load_curve"]
+    ] == [
+        (1, 350.0, 1.0),
+        (2, 400.0, 1.0),
+        (4, 700.0, 1.0),
+    ]
+    verdicts = judge_run([parse("first_useful_audio_heard p95<500"), parse("answered>=1")], turns, summary)
+    assert [(v.level, v.met) for v in verdicts] == [
+        (1, True),
+        (1, True),
+        (2, True),
+        (2, True),
+        (4, False),
+        (4, True),
+    ]
+    assert knee(verdicts) == 2 and verdicts[4].line().startswith(
+        "BROKEN  first_useful_audio_heard p95<500 (4 calls"
+    )
+    assert summarize(turns[:4])["load_curve"] == []  # one level: no curve

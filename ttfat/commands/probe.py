@@ -36,6 +36,9 @@ def add_parser(sub) -> None:
         "  ttfat probe ws://127.0.0.1:8765/ recordings/ --out runs/probe\n"
         '  ttfat probe wss://agent.example/media my-calls/ --filler "let me look that up"\n'
         "  ttfat compare runs/demo runs/probe\n"
+        "  # a load curve, and its knee: the most calls at once that keep the objective\n"
+        "  ttfat probe ws://127.0.0.1:8765/ recordings/ --concurrency 1,2,4,8 \\\n"
+        "      --slo 'first_useful_audio_heard p95<800'\n"
         "\n"
         "see also:\n"
         "  docs/probe.md: what it measures, the wire, how it was checked",
@@ -84,9 +87,11 @@ def add_parser(sub) -> None:
     )
     p.add_argument(
         "--concurrency",
-        type=int,
-        default=1,
-        help="calls at once, each its own connection (default %(default)s)",
+        type=levels,
+        default=(1,),
+        metavar="N[,N...]|A..B",
+        help="calls at once, each its own connection (default 1); a list (1,2,4,8) or a ramp "
+        "(1..16: doubling) runs every level on the same calls in turn, a load curve",
     )
     p.add_argument(
         "--channel",
@@ -108,6 +113,25 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
+def levels(text: str) -> tuple[int, ...]:
+    """`--concurrency`: 4, a list 1,2,4,8, or a ramp 1..16 (each level double the one before)."""
+    try:
+        if ".." in text:
+            low, high = (int(x) for x in text.split(".."))
+            found = [low]
+            while low >= 1 and found[-1] * 2 <= high:
+                found.append(found[-1] * 2)
+        else:
+            found = [int(x) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: a number of calls, a list (1,2,4) or a ramp (1..8)"
+        ) from None
+    if min(found) < 1 or found != sorted(set(found)):
+        raise argparse.ArgumentTypeError(f"{text!r}: levels are at least 1, each above the one before")
+    return tuple(found)
+
+
 def check(args: argparse.Namespace) -> Line:
     """Everything wrong with the command line, found before anything is called or loaded."""
     if not args.url.startswith(("ws://", "wss://")):
@@ -115,8 +139,6 @@ def check(args: argparse.Namespace) -> Line:
     for flag, what in (("resume", "finish"), ("force", "replace")):
         if getattr(args, flag) and not args.out:
             raise SettingsError(f"--{flag} needs --out: the run directory to {what}")
-    if args.concurrency < 1:
-        raise SettingsError(f"--concurrency must be at least 1, not {args.concurrency}")
     if not 8000 <= args.rate <= 48000:
         raise SettingsError(f"--rate must be 8000 to 48000 Hz, not {args.rate}")
     for flag in ("playout_delay_ms", "linger", "turn_timeout"):
@@ -172,7 +194,8 @@ def run(args: argparse.Namespace) -> int:
         probed["caller turns"] = f"the manifest's in {given} of {len(calls)} calls, else the turn detector's"
     if line.protocol == "pcm":
         probed["rate"] = line.rate
-    env = environment(probe=probed, mode="realtime", concurrency=args.concurrency, inputs=args.paths)
+    concurrency = args.concurrency[0] if len(args.concurrency) == 1 else list(args.concurrency)
+    env = environment(probe=probed, mode="realtime", concurrency=concurrency, inputs=args.paths)
     mirrors = mirrors_from_args(args, out.name, env)
     summary = asyncio.run(probe(calls, line, listener, out, args.concurrency, env, mirrors, args.resume))
     print(text_report(summary))

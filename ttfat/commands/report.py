@@ -87,15 +87,23 @@ def gate(args: argparse.Namespace, run_dir) -> int:
     if not args.slo and not args.junit:
         return 0
     from voice.record.runlog import read_run
-    from voice.reports.slo import judge, write_junit
+    from voice.reports.slo import judge_run, knee, write_junit
     from voice.reports.summary import summarize
 
     turns, saved = read_run(run_dir)
-    verdicts = judge(args.slo, turns, summarize(turns, saved.get("environment")))
+    summary = summarize(turns, saved.get("environment"))
+    verdicts = judge_run(args.slo, turns, summary)
     broken = sum(not v.met for v in verdicts)
     if verdicts:
         print(f"\nobjectives (--slo): {len(verdicts) - broken} of {len(verdicts)} met")
         print("\n".join(f"  {v.line()}" for v in verdicts))
+    if verdicts and summary["load_curve"]:
+        most = knee(verdicts)
+        print(
+            f"knee: {most} calls at once, the most that meet every objective"
+            if most
+            else "knee: none, even the fewest calls at once break an objective"
+        )
     if args.junit:
         write_junit(args.junit, verdicts, turns)
         print(f"ttfat: wrote {args.junit}", file=sys.stderr)

@@ -13,11 +13,11 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-from voice.reports.summary import DURATIONS, LATENCY, metric_values, percentile
+from voice.reports.summary import DURATIONS, LATENCY, metric_values, percentile, summarize
 from voice.timing.anchors import METRICS
 
 SHARES: dict[str, Callable[[dict], float | None]] = {  # name -> its value in a summary (0 to 1)
@@ -64,6 +64,11 @@ class Verdict:
     objective: Objective
     value: float | None  # None: not measured in this run
     met: bool
+    level: int | None = None  # the calls at once it was judged at, in a load curve
+
+    @property
+    def name(self) -> str:
+        return self.objective.text + ("" if self.level is None else f" ({self.level} at once)")
 
     def line(self) -> str:
         o = self.objective
@@ -75,7 +80,7 @@ class Verdict:
             )
         else:
             seen = f"{self.value:.4g}"
-        return f"{'met' if self.met else 'BROKEN':<7} {o.text}: {seen}"
+        return f"{'met' if self.met else 'BROKEN':<7} {self.name}: {seen}"
 
 
 def parse(text: str) -> Objective:
@@ -123,13 +128,31 @@ def judge(objectives: list[Objective], turns: list[dict], summary: dict) -> list
     return verdicts
 
 
+def judge_run(objectives: list[Objective], turns: list[dict], summary: dict) -> list[Verdict]:
+    """The run's verdicts; in a load curve, each objective at each level (its turns alone)."""
+    levels = [row["concurrency"] for row in summary.get("load_curve") or []]
+    if not levels:
+        return judge(objectives, turns, summary)
+    verdicts = []
+    for n in levels:
+        mine = [t for t in turns if t.get("concurrency") == n]
+        verdicts += [replace(v, level=n) for v in judge(objectives, mine, summarize(mine))]
+    return verdicts
+
+
+def knee(verdicts: list[Verdict]) -> int | None:
+    """The most calls at once at which every objective is met (None: not even the fewest)."""
+    levels = sorted({v.level for v in verdicts if v.level is not None})
+    return max((n for n in levels if all(v.met for v in verdicts if v.level == n)), default=None)
+
+
 def write_junit(path: str | Path, verdicts: list[Verdict], turns: list[dict]) -> None:
     """JUnit XML as CI systems show it: a test case per objective, and one per call (failed when any of
     its turns failed, its turns' outcomes in its output)."""
     root = ET.Element("testsuites", name="ttfat")
     suite = ET.SubElement(root, "testsuite", name="objectives")
     for v in verdicts:
-        case = ET.SubElement(suite, "testcase", classname="ttfat.objectives", name=v.objective.text)
+        case = ET.SubElement(suite, "testcase", classname="ttfat.objectives", name=v.name)
         if not v.met:
             ET.SubElement(case, "failure", message=v.line())
     suite = ET.SubElement(root, "testsuite", name="calls")

@@ -112,6 +112,7 @@ def summarize(turns: list[dict], environment: dict | None = None) -> dict:
             "of": len(with_llm_calls),
         },
         "talked_over": talked_over(turns),
+        "load_curve": load_curve(turns),
         "quality": quality(turns, outside),
         "order_violations": sum(bool(t.get("order_violations")) for t in turns),
         "errors": sorted({t["error"] for t in turns if t.get("error")})[:20],
@@ -251,6 +252,42 @@ def metric(summary: dict, key: str) -> dict:
     return summary["metrics"].get(key) or stats([])
 
 
+def load_curve(turns: list[dict]) -> list[dict]:
+    """A probe's load curve (`--concurrency 1,2,4`): per level of calls at once, first useful audio heard
+    (a failed turn counts as never), the share answered and the failures; none for one level."""
+    levels = sorted({t["concurrency"] for t in turns if t.get("concurrency")})
+    rows = []
+    for n in levels if len(levels) > 1 else []:
+        mine = [t for t in turns if t.get("concurrency") == n]
+        ok = sum(t["status"] == "ok" for t in mine)
+        heard = stats(metric_values(mine, "first_useful_audio_ms"))
+        rows.append(
+            {
+                "concurrency": n,
+                "calls": len({t["call"] for t in mine}),
+                "turns": len(mine),
+                "first_useful_audio_ms": {k: heard[k] for k in ("p50", "p95", "p99")},
+                "answered": round(ok / len(mine), 4),
+                "failures": len(mine) - ok,
+            }
+        )
+    return rows
+
+
+def load_curve_lines(summary: dict) -> list[str]:
+    rows = summary.get("load_curve") or []  # older summaries lack it
+    if not rows:
+        return []
+    lines = ["", "load curve: first useful audio heard (ms) by calls at once, failed turns as never"]
+    heads = ("at once", "calls", "turns", "p50", "p95", "p99", "answered", "failures")
+    lines.append("  " + "".join(f"{h:>9}" for h in heads))
+    for r in rows:
+        heard = [fmt(r["first_useful_audio_ms"][p]) for p in ("p50", "p95", "p99")]
+        cells = (r["concurrency"], r["calls"], r["turns"], *heard, pct(r["answered"]), r["failures"])
+        lines.append("  " + "".join(f"{c:>9}" for c in cells))
+    return lines
+
+
 def talked_over_lines(summary: dict) -> list[str]:
     """The caller's turns the agent talked over, beside the latency they bought (reports/talkover.py)."""
     over = summary.get("talked_over") or {}  # older summaries lack it
@@ -273,6 +310,7 @@ def text_report(summary: dict) -> str:
         "",
         *_table("metric (ms)", latency),
         *talked_over_lines(summary),
+        *load_curve_lines(summary),
         "",
         *_table("where the wait went (ms)", durations),
     ]

@@ -121,6 +121,17 @@ function cdfChart(series) {
   }, [xs, ...runs.map(arrived)]);
 }
 
+// a probe's load curve (--concurrency 1,2,4): first useful audio heard at each level; never is off the chart
+function curveChart(rows) {
+  const ps = ["p50", "p95", "p99"];
+  const at = (p) => rows.map((r) => (Number.isFinite(Number(r.first_useful_audio_ms[p])) ? Number(r.first_useful_audio_ms[p]) : null));
+  return chart("curve", {
+    axes: ["calls at once", "first useful audio heard (ms from t0)"],
+    x: { label: "calls at once" },
+    series: ps.map((p, k) => ({ label: p, stroke: COLORS[k], width: 2, points: { show: true, size: 7, fill: COLORS[k] }, value: msValue })),
+  }, [rows.map((r) => r.concurrency), ...ps.map(at)]);
+}
+
 // a bar per turn, sorted by first useful audio heard, its stages stacked
 function stageChart(turns) {
   const rows = turns.filter((t) => !failed(t)).sort((a, b) => a.first_useful_audio_ms - b.first_useful_audio_ms);
@@ -466,7 +477,9 @@ function main() {
   const cdf = shownKeys(DATA.cdf, DATA.summary).map((key, k) => ({ label: metricLabel[key], turns: over(key, turns), key, color: COLORS[k] }));
   // from outside the stages of the wait are not seen, nor the words the agent heard: the reference's stand in
   const source = !unseen.size ? "transcript" : turns.every((t) => t.reference) ? "reference" : "answer";
+  const curve = DATA.summary.load_curve || [];
   const plots = el("div", { class: "plots" },
+    curve.length ? el("div", { class: "plot" }, el("h3", {}, "load curve (failed turns never arrive)"), curveChart(curve)) : null,
     el("div", { class: "plot" }, el("h3", {}, "CDFs (failed turns never arrive)"), cdfChart(cdf)),
     unseen.size ? null : el("div", { class: "plot" }, el("h3", {}, "where the wait went, per turn"), stageChart(turns)),
     el("div", { class: "plot" }, el("h3", {}, `latency against ${source} length`), scatterChart(turns, source)));

@@ -139,9 +139,10 @@ async def write_turns(
     listener: Listener,
     vad: VadConfig,
     references: References,
+    concurrency: int = 1,
 ) -> int:
     """Every caller turn of the call as a record (through `timeline`'s observers: the run log, MQTT,
-    OTLP). Returns how many turns were written."""
+    OTLP), with the calls made at once with it. Returns how many turns were written."""
     given = references.take_all()  # with a manifest the probe is the caller: it knows when it stopped
     turns = [reference_turn(r) for r in given] if given else caller_turns(session.sent, vad, heard)
     at = lambda frame: session.origin_ns + frame * NS  # noqa: E731
@@ -150,6 +151,7 @@ async def write_turns(
         log = TurnLog(timeline, k)
         log.note(
             measured_from="outside",
+            concurrency=concurrency,
             turns_from="manifest" if given else "turn detector",
             speech_start_s=round(turn.start / RATE, 3),
             speech_end_s=round(turn.end / RATE, 3),

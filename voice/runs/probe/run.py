@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from voice.pipeline.audio import AudioError, load_audio
@@ -46,13 +46,13 @@ class Line:
     max_wait_s: float = 20.0  # ... at most this long
 
 
-async def make_call(c: CallInput, line: Line, log: RunLog) -> Session | None:
+async def make_call(c: CallInput, line: Line, log: RunLog, level: int) -> Session | None:
     """The call, recorded (None: its file could not be read, recorded as a failed call)."""
     try:
         audio = await asyncio.to_thread(load_audio, c.path, c.channel)  # off the loop: other calls run
     except AudioError as e:
         print(f"ttfat: {e}", file=sys.stderr)
-        log.write_records(failed_records(c.name, str(e), "error", c.reference or []))
+        log.write_records(at_level(failed_records(c.name, str(e), "error", c.reference or []), level))
         log.call_done(c.name)
         return None
     return await call(
@@ -66,7 +66,7 @@ async def make_call(c: CallInput, line: Line, log: RunLog) -> Session | None:
 
 
 async def hear_call(
-    c: CallInput, session: Session, line: Line, listener: Listener, vad: VadConfig, log: RunLog
+    c: CallInput, session: Session, line: Line, listener: Listener, vad: VadConfig, log: RunLog, level: int
 ):
     """A recorded call heard (Whisper), its turns written."""
     timeline = Timeline(c.name)
@@ -74,16 +74,51 @@ async def hear_call(
     timeline.emit(-1, "call_start", session.origin_ns, url=line.url, protocol=line.protocol)
     refs = References(c.reference)
     heard = Heard.of(session)
-    n = await write_turns(session, heard, timeline, listener, vad, refs)
+    n = await write_turns(session, heard, timeline, listener, vad, refs, concurrency=level)
     timeline.emit(-1, "call_end", session.ended_ns, turns=n, failure=session.failure)
     log.write_audio(timeline, CallAudio.whole(session.origin_ns, session.sent, heard.audio))
     missed = refs.missed()
     if c.reference and missed:
         missed_turn = "the turn detector missed this turn"
-        log.write_records(failed_records(c.name, missed_turn, "no_answer", missed, n))
+        log.write_records(at_level(failed_records(c.name, missed_turn, "no_answer", missed, n), level))
     elif not n and not c.reference:
-        log.write_records(failed_records(c.name, f"{c.path}: no speech found", "no_answer", []))
+        log.write_records(
+            at_level(failed_records(c.name, f"{c.path}: no speech found", "no_answer", []), level)
+        )
     log.call_done(c.name)
+
+
+def at_level(records: list[dict], level: int) -> list[dict]:
+    return [{**r, "concurrency": level} for r in records]
+
+
+def leveled(calls: list[CallInput], levels: Sequence[int]) -> list[tuple[int, list[CallInput]]]:
+    """The calls of each level of a load curve: the same calls, named `CALL@LEVEL` when there are several."""
+    if len(levels) == 1:
+        return [(levels[0], calls)]
+    return [(n, [replace(c, name=f"{c.name}@{n}") for c in calls]) for n in levels]
+
+
+async def run_level(
+    calls: list[CallInput], level: int, line: Line, listener: Listener, vad: VadConfig, log: RunLog
+) -> dict:
+    """The calls, `level` at once, then heard; returns how late the event loop ran while they were made."""
+    from tqdm import tqdm
+
+    gate, made = asyncio.Semaphore(level), {}
+    with tqdm(total=len(calls), unit="call", desc=f"calls, {level} at once", file=sys.stderr) as bar:
+        async with LoopLag() as lag:
+
+            async def one(c: CallInput) -> None:
+                async with gate:
+                    made[c.name] = await make_call(c, line, log, level)
+                bar.update()
+
+            await asyncio.gather(*(one(c) for c in calls))
+    for c in tqdm(calls, unit="call", desc="hearing", file=sys.stderr):
+        if (session := made.pop(c.name)) is not None:
+            await hear_call(c, session, line, listener, vad, log, level)
+    return lag.stats()
 
 
 async def run(
@@ -91,32 +126,23 @@ async def run(
     line: Line,
     listener: Listener,
     out: Path,
-    concurrency: int,
+    concurrency: int | Sequence[int],
     env: dict,
     mirrors: Sequence = (),
     resume: bool = False,
     vad: VadConfig | None = None,
 ) -> dict:
-    from tqdm import tqdm
-
+    """Every call, `concurrency` at once; several levels (a load curve) run one after the other."""
     from voice.reports.summary import summarize
 
     vad = vad or VadConfig()
-    async with opened(out, calls, env, mirrors, resume) as (log, calls, env):
-        gate, made = asyncio.Semaphore(concurrency), {}
-        with tqdm(total=len(calls), unit="call", desc="calls", file=sys.stderr) as bar:
-            async with LoopLag() as lag:
-
-                async def one(c: CallInput) -> None:
-                    async with gate:
-                        made[c.name] = await make_call(c, line, log)
-                    bar.update()
-
-                await asyncio.gather(*(one(c) for c in calls))
-        env.setdefault("probe", {})["event loop lag during the calls (ms)"] = lag.stats()
-        for c in tqdm(calls, unit="call", desc="hearing", file=sys.stderr):
-            if (session := made.pop(c.name)) is not None:
-                await hear_call(c, session, line, listener, vad, log)
+    levels = leveled(calls, [concurrency] if isinstance(concurrency, int) else list(concurrency))
+    async with opened(out, [c for _, cs in levels for c in cs], env, mirrors, resume) as (log, todo, env):
+        left, lags = {c.name for c in todo}, {}
+        for level, cs in levels:
+            lags[level] = await run_level([c for c in cs if c.name in left], level, line, listener, vad, log)
+        lag = lags[level] if len(lags) == 1 else {f"{n} at once": v for n, v in lags.items()}
+        env.setdefault("probe", {})["event loop lag during the calls (ms)"] = lag
         summary = summarize(log.records, env)
         log.close(summary)
     return summary
