@@ -96,6 +96,6 @@ def test_a_load_curve_is_judged_level_by_level_and_its_knee_is_the_most_calls_th
         (4, True),
     ]
     assert knee(verdicts) == 2 and verdicts[4].line().startswith(
-        "BROKEN  first_useful_audio_heard p95<500 (4 calls"
+        "BROKEN  first_useful_audio_heard p95<500 (4 at once)"
     )
     assert summarize(turns[:4])["load_curve"] == []  # one level: no curve
