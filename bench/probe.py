@@ -4,7 +4,9 @@ agent's own record of the same turn. The target: within 30 ms at p50 and 80 ms a
 Also prints both runs' headline figures. `--pipecat`: a Pipecat 1.14 agent (tests/pipecat_agent.py, the
 same models) probed on the same calls, and `compare`'s table of it against ours, both from outside.
 
-    python bench/probe.py [--calls 14] [--concurrency 1] [--pipecat] [--keep DIR]
+    python bench/probe.py [--calls 14] [--concurrency 1|1,2,4] [--pipecat] [--keep DIR]
+
+With a list of levels (`--concurrency 1,2,4`), the load curve of each agent too (issue 58).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from llm.serving.process import ServerProcess
 from llm.support.models import register_bundled
 from voice.record.environment import cpu_name
 from voice.record.runlog import read_run
-from voice.reports.summary import compare_report, percentile
+from voice.reports.summary import compare_report, load_curve_lines, percentile
 from voice.runs.probe.agreement import joined
 from voice.runs.replay import find_calls
 
@@ -43,7 +45,9 @@ def manifest(out: Path, n: int) -> Path:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--calls", type=int, default=len(find_calls(["recordings"])))
-    ap.add_argument("--concurrency", type=int, default=1)
+    ap.add_argument(
+        "--concurrency", default="1", help="calls at once: a level, or a list (1,2,4): a load curve"
+    )
     ap.add_argument("--pipecat", action="store_true", help="also probe a Pipecat agent, and compare")
     ap.add_argument("--keep", help="keep the run directories here")
     args = ap.parse_args()
@@ -82,6 +86,7 @@ def main() -> None:
         )
     worst = sorted(rows, key=lambda r: -abs(r["difference_ms"]))[:5]
     print("largest:", ", ".join(f"{r['call']} {r['turn']} {r['difference_ms']:+.0f} ms" for r in worst))
+    print("\n".join(load_curve_lines(summary)))
     print(f"run directories: {probe_dir} {agent_dir}")
     if args.pipecat:
         pipecat_dir = work / "pipecat"
@@ -89,7 +94,9 @@ def main() -> None:
             command = [sys.executable, str(ROOT / "tests" / "pipecat_agent.py"), "--llm-url", llm_url]
             probe_agent(command, calls, pipecat_dir, args, *fillers)
         print("\n# Pipecat 1.14 (A) against ours (B), both probed from outside on the same calls\n")
-        print(compare_report(read_run(pipecat_dir)[1], summary, str(pipecat_dir), str(probe_dir)))
+        pipecat = read_run(pipecat_dir)[1]
+        print(compare_report(pipecat, summary, str(pipecat_dir), str(probe_dir)))
+        print("\n".join(["", "# Pipecat 1.14", *load_curve_lines(pipecat)]))
 
 
 def probe_agent(command: list[str], calls: Path, out: Path, args, *more: str) -> None:
