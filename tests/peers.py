@@ -15,22 +15,33 @@ behaving) the one way a test needs, in a thread of their own.
 - `hangs_up`: closes its first call `after_s` into it; later calls it only listens to;
 - `garbage` / `oversized`: sends a message that is not JSON / one larger than a probe accepts;
 - `refuses`: fails the WebSocket handshake (HTTP 403).
+
+And the calls to make to them: `clip` (the start of a bundled recording, with its manifest), `copies` (many
+calls of one), and `scripted` (the scripted peer in a process of its own; bench/probe_truth.py uses it too).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
+import soundfile as sf
 
-from voice.pipeline.audio import RATE, resample, to_float
+from voice.pipeline.audio import RATE, load_audio, resample, to_float
 from voice.pipeline.settings import VadConfig
 from voice.pipeline.turns import Turn, TurnDetector
+from voice.runs.replay import find_calls
 from voice.runs.telephony import Media, Pcm, Start, Twilio
+
+ROOT = Path(__file__).resolve().parents[1]
 
 FILLER = "Let me pull that up for you."  # a stall phrase no list of ours holds: judged by meaning
 SHORT_ANSWER = "Your order shipped on Monday."  # the scripted peer's
@@ -173,11 +184,52 @@ def wordless(rate: int) -> list[tuple[str, np.ndarray]]:
     ]
 
 
+def clip(folder: Path, call: str, seconds: float, name: str | None = None) -> Path:
+    """The first `seconds` of a bundled recording, with a manifest of the turns it holds."""
+    (c,) = [c for c in find_calls([str(ROOT / "recordings")]) if c.name == call]
+    name = name or f"{call}-{seconds:g}s"
+    folder.mkdir(parents=True, exist_ok=True)
+    sf.write(folder / f"{name}.wav", load_audio(c.path, c.channel).samples[: int(seconds * 16000)], 16000)
+    turns = [t for t in c.reference if t["speech_end_s"] < seconds]
+    with open(folder / "manifest.jsonl", "a") as f:
+        f.write(json.dumps({"call": name, "file": f"{name}.wav", "turns": turns}) + "\n")
+    return folder
+
+
+def copies(tmp_path: Path, n: int) -> tuple[Path, float]:
+    """`n` calls, each call01's first 4 s (one turn), with their manifest; and where that turn ends (s)."""
+    folder = clip(tmp_path / "one", "call01", 4.0)
+    (manifest,) = [json.loads(line) for line in (folder / "manifest.jsonl").read_text().splitlines()]
+    calls = tmp_path / "calls"
+    calls.mkdir()
+    with open(calls / "manifest.jsonl", "w") as f:
+        for i in range(n):
+            (calls / f"c{i:03}.wav").symlink_to(folder / manifest["file"])
+            f.write(json.dumps({**manifest, "call": f"c{i:03}", "file": f"c{i:03}.wav"}) + "\n")
+    return calls, manifest["turns"][0]["speech_end_s"]
+
+
+@contextlib.contextmanager
+def scripted(answer_at_s: float):
+    """The scripted agent (tests/peers.py) in a process of its own: yields its URL and a dict that holds,
+    once the block ends, when it sent each call's answer (monotonic ns, by call)."""
+    peer = subprocess.Popen(
+        [sys.executable, "-m", "tests.peers", "scripted", str(answer_at_s), "0.3"],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    truth = {}
+    try:
+        yield peer.stdout.readline().strip(), truth
+    finally:
+        sent, _ = peer.communicate("", timeout=60)
+        truth.update({call: t for t, call in json.loads(sent)})
+
+
 if __name__ == "__main__":  # python -m tests.peers scripted ANSWER_AT_S AFTER_S: prints its URL, then,
     # when its stdin closes, the (monotonic ns, call) of each answer sent, as JSON
-    import json
-    import sys
-
     from tts.piper import Synthesizer
 
     behaviour, answer_at_s, after_s = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])

@@ -5,7 +5,6 @@ answer and stops when the caller barges in, and broken ones), and against our ow
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import io
 import json
 import re
@@ -21,11 +20,11 @@ import pytest
 import soundfile as sf
 
 from asr.whisper import Transcriber
-from tests.peers import ANSWER, FILLER, GAP_S, Peer
+from tests.peers import ANSWER, FILLER, GAP_S, Peer, clip, copies, scripted
 from tests.test_html import Dom, chromium, js_round
 from tests.test_mqtt import broker  # noqa: F401 (fixture: a real mosquitto)
 from tts.piper import Synthesizer
-from voice.pipeline.audio import RATE, load_audio, resample, to_float
+from voice.pipeline.audio import RATE, resample, to_float
 from voice.pipeline.turns import frame_db
 from voice.record.runlog import read_run
 from voice.reports.summary import percentile
@@ -49,18 +48,6 @@ def listener() -> Listener:
         return await asyncio.to_thread(transcriber.words, audio)
 
     return Listener(words_of)
-
-
-def clip(folder: Path, call: str, seconds: float, name: str | None = None) -> Path:
-    """The first `seconds` of a bundled recording, with a manifest of the turns it holds."""
-    (c,) = [c for c in find_calls([str(ROOT / "recordings")]) if c.name == call]
-    name = name or f"{call}-{seconds:g}s"
-    folder.mkdir(parents=True, exist_ok=True)
-    sf.write(folder / f"{name}.wav", load_audio(c.path, c.channel).samples[: int(seconds * 16000)], 16000)
-    turns = [t for t in c.reference if t["speech_end_s"] < seconds]
-    with open(folder / "manifest.jsonl", "a") as f:
-        f.write(json.dumps({"call": name, "file": f"{name}.wav", "turns": turns}) + "\n")
-    return folder
 
 
 def probe(url: str, folder: Path, out: Path, listener: Listener, concurrency: int = 1, **line) -> list[dict]:
@@ -177,38 +164,6 @@ def test_each_stretch_of_sound_is_heard_without_the_start_of_the_next(listener):
         found.anchors["first_useful_audio_heard"]
         == heard.onsets(found.anchors["first_audio_heard"] + 1, 10**6)[0]
     )
-
-
-def copies(tmp_path: Path, n: int) -> tuple[Path, float]:
-    """`n` calls, each call01's first 4 s (one turn), with their manifest; and where that turn ends (s)."""
-    folder = clip(tmp_path / "one", "call01", 4.0)
-    (manifest,) = [json.loads(line) for line in (folder / "manifest.jsonl").read_text().splitlines()]
-    calls = tmp_path / "calls"
-    calls.mkdir()
-    with open(calls / "manifest.jsonl", "w") as f:
-        for i in range(n):
-            (calls / f"c{i:03}.wav").symlink_to(folder / manifest["file"])
-            f.write(json.dumps({**manifest, "call": f"c{i:03}", "file": f"c{i:03}.wav"}) + "\n")
-    return calls, manifest["turns"][0]["speech_end_s"]
-
-
-@contextlib.contextmanager
-def scripted(answer_at_s: float):
-    """The scripted agent (tests/peers.py) in a process of its own: yields its URL and a dict that holds,
-    once the block ends, when it sent each call's answer (monotonic ns, by call)."""
-    peer = subprocess.Popen(
-        [sys.executable, "-m", "tests.peers", "scripted", str(answer_at_s), "0.3"],
-        cwd=ROOT,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    truth = {}
-    try:
-        yield peer.stdout.readline().strip(), truth
-    finally:
-        sent, _ = peer.communicate("", timeout=60)
-        truth.update({call: t for t, call in json.loads(sent)})
 
 
 def test_a_hundred_calls_at_once_are_heard_when_the_agent_spoke(tmp_path, listener):
