@@ -288,6 +288,22 @@ def load_curve_lines(summary: dict) -> list[str]:
     return lines
 
 
+LOOP_LAG = "event loop lag during the calls (ms)"  # voice/runs/probe/run.py
+
+
+def loop_lag_lines(summary: dict) -> list[str]:
+    """How late a probe's event loop ran while it made its calls: its stamps were as late."""
+    lag = ((summary.get("environment") or {}).get("probe") or {}).get(LOOP_LAG)
+    if not lag:
+        return []
+    levels = {"": lag} if "p50" in lag else {f" ({k})": v for k, v in lag.items()}
+    return [
+        f" the probe's event loop ran late{where} by p50 {v['p50']} / p99 {v['p99']} / max {v['max']} ms "
+        "while it made the calls (its stamps of what it heard as late)"
+        for where, v in levels.items()
+    ]
+
+
 def talked_over_lines(summary: dict) -> list[str]:
     """The caller's turns the agent talked over, beside the latency they bought (reports/talkover.py)."""
     over = summary.get("talked_over") or {}  # older summaries lack it
@@ -310,6 +326,7 @@ def text_report(summary: dict) -> str:
         "",
         *_table("metric (ms)", latency),
         *talked_over_lines(summary),
+        *loop_lag_lines(summary),
         *load_curve_lines(summary),
         "",
         *_table("where the wait went (ms)", durations),
