@@ -1,9 +1,12 @@
-"""How late the probe's event loop ran while it made its calls: every arrival is stamped when the loop
-gets to it, so a late loop is a late stamp (docs/probe.md, "the probe under load")."""
+"""How late the probe's event loop ran while it made its calls, and what keeps it on time: every arrival
+is stamped when the loop gets to it, so a late loop is a late stamp (docs/probe.md, "the probe under
+load")."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import time
 
 from voice.reports.summary import stats
@@ -32,3 +35,14 @@ class LoopLag:
 
     def stats(self) -> dict:
         return {k: v for k, v in stats(self.late_ms).items() if k in ("p50", "p99", "max", "n")}
+
+
+@contextlib.asynccontextmanager
+async def paused_gc():
+    """No cyclic garbage collection while calls are made: a full collection stops the loop for tens of
+    ms, and every stamp with it (reference counting still frees what the calls drop)."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()

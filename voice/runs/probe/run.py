@@ -14,8 +14,6 @@ memory until heard (about 64 KB a second of call at 8 kHz): beyond some thousand
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import gc
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -25,7 +23,7 @@ from voice.pipeline.audio import AudioError, load_audio
 from voice.pipeline.settings import VadConfig
 from voice.record.runlog import RunLog
 from voice.record.turnaudio import CallAudio
-from voice.runs.probe.lag import LoopLag
+from voice.runs.probe.lag import LoopLag, paused_gc
 from voice.runs.probe.listening import Heard, Listener, write_turns
 from voice.runs.probe.session import Session, call
 from voice.runs.replay import CallInput, References, failed_records, opened
@@ -81,24 +79,13 @@ async def hear_call(
     log.write_audio(timeline, CallAudio.whole(session.origin_ns, session.sent, heard.audio))
     missed = refs.missed()
     if c.reference and missed:
-        missed_turn = "the turn detector missed this turn"
-        log.write_records(at_level(failed_records(c.name, missed_turn, "no_answer", missed, n), level))
+        failed = failed_records(c.name, "the turn detector missed this turn", "no_answer", missed, n)
+        log.write_records(at_level(failed, level))
     elif not n and not c.reference:
         log.write_records(
             at_level(failed_records(c.name, f"{c.path}: no speech found", "no_answer", []), level)
         )
     log.call_done(c.name)
-
-
-@contextlib.asynccontextmanager
-async def paused_gc():
-    """No cyclic garbage collection while calls are made: a full collection stops the loop for tens of
-    ms, and every stamp with it (reference counting still frees what the calls drop)."""
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def at_level(records: list[dict], level: int) -> list[dict]:
