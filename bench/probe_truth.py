@@ -10,32 +10,25 @@ event loop ran while it made the calls. Both sides stamp on the same monotonic c
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from voice.record.environment import cpu_name
-from voice.record.runlog import read_run
 from voice.reports.summary import percentile
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the scripted peer is the tests' helper
-from tests.peers import ROOT, copies, scripted  # noqa: E402
-
-LAG = "event loop lag during the calls (ms)"
+from tests.peers import ROOT, against_truth, copies, scripted  # noqa: E402
 
 
 def once(calls: Path, end_s: float, n: int, out: Path) -> tuple[list[float], dict]:
-    """One run: |probe - truth| of each call's first audio heard (ms), and the loop lag."""
+    """One run, `ttfat probe` as a user runs it: probe - truth of each call's first audio heard (ms), and
+    the loop lag."""
     with scripted(end_s) as (url, truth):
         command = [sys.executable, "-m", "ttfat", "probe", url, str(calls), "--concurrency", str(n)]
         subprocess.run([*command, "--linger", "1", "--out", str(out)], cwd=ROOT, check=True)
-    records, summary = read_run(out)
-    events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
-    t0 = {e["call"]: e["t_ns"] for e in events if e["event"] == "t0"}
-    off = [(t0[r["call"]] + r["first_audio_ms"] * 1e6 - truth[r["call"]]) / 1e6 for r in records]
-    return off, summary["environment"]["probe"][LAG]
+    return against_truth(out, truth)
 
 
 def main() -> None:

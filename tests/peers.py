@@ -17,7 +17,8 @@ behaving) the one way a test needs, in a thread of their own.
 - `refuses`: fails the WebSocket handshake (HTTP 403).
 
 And the calls to make to them: `clip` (the start of a bundled recording, with its manifest), `copies` (many
-calls of one), and `scripted` (the scripted peer in a process of its own; bench/probe_truth.py uses it too).
+calls of one), `scripted` (the scripted peer in a process of its own) and `against_truth` (a probe of it,
+against what it sent); bench/probe_truth.py uses them too.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ import soundfile as sf
 from voice.pipeline.audio import RATE, load_audio, resample, to_float
 from voice.pipeline.settings import VadConfig
 from voice.pipeline.turns import Turn, TurnDetector
+from voice.record.runlog import read_run
+from voice.reports.summary import LOOP_LAG
 from voice.runs.replay import find_calls
 from voice.runs.telephony import Media, Pcm, Start, Twilio
 
@@ -226,6 +229,16 @@ def scripted(answer_at_s: float):
     finally:
         sent, _ = peer.communicate("", timeout=60)
         truth.update({call: t for t, call in json.loads(sent)})
+
+
+def against_truth(run: Path, truth: dict[str, int]) -> tuple[list[float], dict]:
+    """A probe run of the scripted agent: each call's first audio heard minus when the agent sent it (ms,
+    signed; the same monotonic clock), and how late the probe's event loop ran."""
+    records, summary = read_run(run)
+    events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
+    t0 = {e["call"]: e["t_ns"] for e in events if e["event"] == "t0"}
+    off = [(t0[r["call"]] + r["first_audio_ms"] * 1e6 - truth[r["call"]]) / 1e6 for r in records]
+    return off, summary["environment"]["probe"][LOOP_LAG]
 
 
 if __name__ == "__main__":  # python -m tests.peers scripted ANSWER_AT_S AFTER_S: prints its URL, then,

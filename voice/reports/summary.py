@@ -256,8 +256,10 @@ def load_curve(turns: list[dict]) -> list[dict]:
     """A probe's load curve (`--concurrency 1,2,4`): per level of calls at once, first useful audio heard
     (a failed turn counts as never), the share answered and the failures; none for one level."""
     levels = sorted({t["concurrency"] for t in turns if t.get("concurrency")})
+    if len(levels) < 2:
+        return []
     rows = []
-    for n in levels if len(levels) > 1 else []:
+    for n in levels:
         mine = [t for t in turns if t.get("concurrency") == n]
         ok = sum(t["status"] == "ok" for t in mine)
         heard = stats(metric_values(mine, "first_useful_audio_ms"))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ class Session:
     marks: list[tuple[int, str]] = field(default_factory=list)  # the agent's marks to play: (heard by, name)
 
 
+@functools.cache
 def stamped_connection():
     """A websockets client connection that stamps each message when its bytes reach the connection,
     before it waits its turn in the message queue: under load (many calls' answers arriving at once)
